@@ -1,0 +1,111 @@
+/*-------------------------------------------------------------------------
+ *
+ * decode.c
+ *	  Taking an ID apart, and the smallest ID of a moment.
+ *
+ * These functions depend only on the layout, so they work without the
+ * library being preloaded and on standbys.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "datatype/timestamp.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "flakeid.h"
+
+PG_FUNCTION_INFO_V1(flakeid_timestamp);
+PG_FUNCTION_INFO_V1(flakeid_node);
+PG_FUNCTION_INFO_V1(flakeid_sequence);
+PG_FUNCTION_INFO_V1(flakeid_decode);
+PG_FUNCTION_INFO_V1(flakeid_from_timestamp);
+
+/* The moment of a millisecond since the flakeid epoch. */
+static TimestampTz
+FlakeMsToTimestamp(int64 ms)
+{
+	return FlakeTimestamp(&flake_layout, ms);
+}
+
+/* The millisecond since the flakeid epoch that holds a moment. */
+static int64
+TimestampToFlakeMs(TimestampTz ts)
+{
+	int64		pg_ms = ts / 1000;
+
+	if (ts < 0 && ts % 1000 != 0)
+		pg_ms--;				/* round towards minus infinity */
+	return pg_ms + FLAKE_UNIX_TO_PG_MS - flake_layout.epoch_ms;
+}
+
+Datum
+flakeid_timestamp(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TIMESTAMPTZ(FlakeMsToTimestamp(FlakeMs(PG_GETARG_INT64(0))));
+}
+
+Datum
+flakeid_node(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(FlakeNode(&flake_layout, PG_GETARG_INT64(0)));
+}
+
+Datum
+flakeid_sequence(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(FlakeSeq(&flake_layout, PG_GETARG_INT64(0)));
+}
+
+/* All three parts as one row (ts, node, sequence). */
+Datum
+flakeid_decode(PG_FUNCTION_ARGS)
+{
+	int64		id = PG_GETARG_INT64(0);
+	TupleDesc	tupdesc;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	values[0] = TimestampTzGetDatum(FlakeMsToTimestamp(FlakeMs(id)));
+	values[1] = Int32GetDatum(FlakeNode(&flake_layout, id));
+	values[2] = Int32GetDatum(FlakeSeq(&flake_layout, id));
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+static void
+ReportTimestampRange(void)
+{
+	char	   *first = pstrdup(timestamptz_to_str(FlakeMsToTimestamp(0)));
+	char	   *last = pstrdup(timestamptz_to_str(FlakeMsToTimestamp(FLAKE_MAX_MS)));
+
+	ereport(ERROR,
+			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			 errmsg("timestamp out of range for type %s", "flakeid"),
+			 errdetail("flakeid timestamps run from %s to %s.",
+					   first, last)));
+}
+
+/*
+ * The smallest ID of the millisecond that holds a moment: node 0, sequence
+ * 0.  Every ID made at or after the moment is >= it.
+ */
+Datum
+flakeid_from_timestamp(PG_FUNCTION_ARGS)
+{
+	TimestampTz ts = PG_GETARG_TIMESTAMPTZ(0);
+	int64		ms;
+
+	if (TIMESTAMP_NOT_FINITE(ts))
+		ReportTimestampRange();
+	ms = TimestampToFlakeMs(ts);
+	if (ms < 0 || ms > FLAKE_MAX_MS)
+		ReportTimestampRange();
+
+	PG_RETURN_INT64(FlakeCompose(&flake_layout, ms, 0, 0));
+}

@@ -1,0 +1,321 @@
+/*-------------------------------------------------------------------------
+ *
+ * guc.c
+ *	  The flakeid.* configuration parameters.
+ *
+ * The layout parameters (flakeid.epoch, flakeid.node_bits) are fixed for the
+ * life of the server when the library is preloaded.  Without preloading a
+ * postmaster-context parameter cannot be defined, so they are then read
+ * from the configuration file like any reloadable parameter; no session can
+ * SET them either way.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <ctype.h>
+
+#include "miscadmin.h"
+#include "utils/datetime.h"
+#include "utils/guc.h"
+
+#include "flakeid.h"
+
+/* The current layout, kept in step with the GUCs by their assign hooks. */
+FlakeLayout flake_layout = {INT64CONST(1577836800000), 10};
+
+int			flake_node_id = 0;
+int			flake_max_lead_ms = 5000;
+int			flake_max_clock_wait_ms = 10000;
+
+static int	node_bits_guc = 10;
+static char *epoch_guc = NULL;
+
+/* Set by the node id check hook when it refuses a value. */
+static bool node_id_rejected = false;
+
+#define FLAKE_DEFAULT_EPOCH "2020-01-01 00:00:00+00"
+
+/* Read exactly n decimal digits. */
+static bool
+ScanDigits(const char **p, int n, int *value)
+{
+	int			v = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		if (!isdigit((unsigned char) (*p)[i]))
+			return false;
+		v = v * 10 + ((*p)[i] - '0');
+	}
+	*p += n;
+	*value = v;
+	return true;
+}
+
+/* Read an optional UTC offset: Z, UTC, +HH, +HHMM or +HH:MM. */
+static bool
+ScanOffset(const char **p, int *offset_min)
+{
+	int			sign,
+				hh,
+				mm = 0;
+
+	*offset_min = 0;
+	if (**p == ' ')
+		(*p)++;
+	if (**p == '\0')
+		return true;
+	if (**p == 'Z' || **p == 'z')
+	{
+		(*p)++;
+		return true;
+	}
+	if (pg_strncasecmp(*p, "UTC", 3) == 0)
+	{
+		*p += 3;
+		return true;
+	}
+	if (**p != '+' && **p != '-')
+		return false;
+	sign = (**p == '-') ? -1 : 1;
+	(*p)++;
+	if (!ScanDigits(p, 2, &hh))
+		return false;
+	if (**p == ':')
+		(*p)++;
+	if (isdigit((unsigned char) **p) && !ScanDigits(p, 2, &mm))
+		return false;
+	if (hh > 15 || mm > 59)
+		return false;
+	*offset_min = sign * (hh * 60 + mm);
+	return true;
+}
+
+/*
+ * Parse an ISO-8601 timestamp such as "2020-01-01", "2020-01-01 00:00:00+00"
+ * or "2020-01-01T00:00:00.000Z" into milliseconds since 1970-01-01 UTC.  A
+ * timestamp without an offset is taken as UTC, never as local time.
+ */
+static bool
+ParseEpoch(const char *str, int64 *result)
+{
+	const char *p = str;
+	int			year,
+				mon,
+				day,
+				hour = 0,
+				min = 0,
+				sec = 0,
+				msec = 0,
+				offset_min;
+	int			y2,
+				m2,
+				d2;
+	int64		days;
+
+	while (*p == ' ')
+		p++;
+	if (!ScanDigits(&p, 4, &year) || *p++ != '-' ||
+		!ScanDigits(&p, 2, &mon) || *p++ != '-' ||
+		!ScanDigits(&p, 2, &day))
+		return false;
+	if (*p == 'T' || *p == 't' || (*p == ' ' && isdigit((unsigned char) p[1])))
+	{
+		p++;
+		if (!ScanDigits(&p, 2, &hour) || *p++ != ':' ||
+			!ScanDigits(&p, 2, &min))
+			return false;
+		if (*p == ':')
+		{
+			p++;
+			if (!ScanDigits(&p, 2, &sec))
+				return false;
+			if (*p == '.')
+			{
+				int			scale = 100;
+
+				p++;
+				if (!isdigit((unsigned char) *p))
+					return false;
+				for (; isdigit((unsigned char) *p); p++, scale /= 10)
+				{
+					if (scale == 0)
+						return false;	/* finer than a millisecond */
+					msec += (*p - '0') * scale;
+				}
+			}
+		}
+	}
+	if (!ScanOffset(&p, &offset_min))
+		return false;
+	while (*p == ' ')
+		p++;
+	if (*p != '\0')
+		return false;
+
+	if (year < 1970 || mon < 1 || mon > 12 || day < 1 ||
+		hour > 23 || min > 59 || sec > 59)
+		return false;
+	j2date(date2j(year, mon, day), &y2, &m2, &d2);
+	if (y2 != year || m2 != mon || d2 != day)
+		return false;
+
+	days = date2j(year, mon, day) - UNIX_EPOCH_JDATE;
+	*result = ((days * 24 + hour) * 60 + min - offset_min) * 60 * 1000 +
+		sec * 1000 + msec;
+	return *result >= 0;
+}
+
+static bool
+CheckEpoch(char **newval, void **extra, GucSource source)
+{
+	int64		ms;
+	int64	   *copy;
+
+	(void) source;
+	if (*newval == NULL || !ParseEpoch(*newval, &ms))
+	{
+		GUC_check_errdetail("flakeid.epoch must be an ISO-8601 UTC timestamp "
+							"from 1970 on, such as \"%s\".",
+							FLAKE_DEFAULT_EPOCH);
+		return false;
+	}
+	copy = malloc(sizeof(int64));
+	if (copy == NULL)
+		return false;
+	*copy = ms;
+	*extra = copy;
+	return true;
+}
+
+static void
+AssignEpoch(const char *newval, void *extra)
+{
+	(void) newval;
+	flake_layout.epoch_ms = *(int64 *) extra;
+}
+
+static void
+AssignNodeBits(int newval, void *extra)
+{
+	(void) extra;
+	flake_layout.node_bits = newval;
+}
+
+static bool
+CheckNodeId(int *newval, void **extra, GucSource source)
+{
+	int32		max_node = FlakeMaxNode(&flake_layout);
+
+	(void) extra;
+	(void) source;
+	if (*newval > max_node)
+	{
+		node_id_rejected = true;
+		GUC_check_errdetail("With flakeid.node_bits = %d the node id must be "
+							"between 0 and %d.",
+							flake_layout.node_bits, max_node);
+		GUC_check_errhint("Choose a node id that fits, or raise "
+						  "flakeid.node_bits on every server whose IDs meet.");
+		return false;
+	}
+	return true;
+}
+
+/* The restart-only context, where it may be used. */
+static GucContext
+LayoutContext(void)
+{
+	return process_shared_preload_libraries_in_progress ?
+		PGC_POSTMASTER : PGC_SIGHUP;
+}
+
+/*
+ * Define every flakeid parameter.  The layout comes first: the node id is
+ * checked against the node bits.
+ */
+void
+FlakeDefineGucs(void)
+{
+	DefineCustomStringVariable("flakeid.epoch",
+							   "The moment flakeid timestamps count from.",
+							   "An ISO-8601 UTC timestamp; part of the ID "
+							   "layout, the same on every server.",
+							   &epoch_guc,
+							   FLAKE_DEFAULT_EPOCH,
+							   LayoutContext(),
+							   0,
+							   CheckEpoch, AssignEpoch, NULL);
+
+	DefineCustomIntVariable("flakeid.node_bits",
+							"Bits of the ID that hold the node id.",
+							"The remaining of the 22 low bits hold the "
+							"sequence; part of the ID layout.",
+							&node_bits_guc,
+							10, 0, FLAKE_MAX_NODE_BITS,
+							LayoutContext(),
+							0,
+							NULL, AssignNodeBits, NULL);
+
+	node_id_rejected = false;
+	DefineCustomIntVariable("flakeid.node_id",
+							"This server's flakeid node id.",
+							"Unique among the servers whose IDs meet; "
+							"a standby shares its primary's.",
+							&flake_node_id,
+							0, 0, (1 << FLAKE_MAX_NODE_BITS) - 1,
+							PGC_SIGHUP,
+							0,
+							CheckNodeId, NULL, NULL);
+
+	/*
+	 * At startup PostgreSQL only warns about a rejected value and keeps the
+	 * default, node 0, which another server may well use.  Refuse to start
+	 * instead.
+	 */
+	if (node_id_rejected && process_shared_preload_libraries_in_progress)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for parameter \"%s\"",
+						"flakeid.node_id"),
+				 errdetail("With flakeid.node_bits = %d the node id must be "
+						   "between 0 and %d.",
+						   flake_layout.node_bits,
+						   FlakeMaxNode(&flake_layout)),
+				 errhint("Choose a node id that fits, or raise "
+						 "flakeid.node_bits on every server whose IDs "
+						 "meet.")));
+
+	DefineCustomIntVariable("flakeid.max_lead",
+							"How far generated IDs may run ahead of the "
+							"system clock.",
+							"IDs borrow future milliseconds when a "
+							"millisecond's sequence runs out; past this "
+							"lead, callers wait for the clock.",
+							&flake_max_lead_ms,
+							5000, 1, 3600 * 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("flakeid.max_clock_wait",
+							"The longest a call waits for the system clock "
+							"to catch up.",
+							"A longer wait, as after the clock steps "
+							"backwards, fails with an error instead.",
+							&flake_max_clock_wait_ms,
+							10000, 0, 3600 * 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("flakeid");
+}
+
+/* The epoch as configured, for messages. */
+const char *
+FlakeEpochString(void)
+{
+	return epoch_guc ? epoch_guc : FLAKE_DEFAULT_EPOCH;
+}

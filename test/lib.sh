@@ -1,0 +1,71 @@
+# Shared by test/run, test/demo and bench/run: packages, an unprivileged
+# user, and a private copy of the PostgreSQL installation with flakeid
+# installed into it.  Source it; it sets PG_MAJOR, PG_CONFIG and friends.
+
+PG_MAJOR=${PG_MAJOR:-15}
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/$PG_MAJOR/bin/pg_config}
+FLAKE_PACKAGES="postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libipc-run-perl faketime make gcc"
+FLAKE_USER=${FLAKE_USER:-postgres}
+
+say() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# Install the Debian packages that are missing (as root), or say which ones
+# are (as anyone else).
+flake_packages() {
+	local missing=() pkg
+	for pkg in $FLAKE_PACKAGES "$@"; do
+		dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
+			missing+=("$pkg")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		die "missing packages: ${missing[*]} (install them with: sudo apt-get install ${missing[*]})"
+	fi
+	say "installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >/dev/null
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# PostgreSQL refuses to run as root.  As root, copy the source tree to a
+# directory the unprivileged user owns and run the calling script from
+# there as that user.  Anyone else carries on where they are.
+flake_drop_root() {
+	local script=$1; shift
+	[ "$(id -u)" -ne 0 ] && return 0
+	local copy
+	copy=$(mktemp -d /tmp/flakeid-src.XXXXXX)
+	tar -C "$FLAKE_SRC" --exclude=.git --exclude='*.o' --exclude='*.so' \
+		--exclude='*.bc' -cf - . | tar -C "$copy" -xf -
+	chown -R "$FLAKE_USER" "$copy"
+	say "running as $FLAKE_USER in $copy"
+	cd "$copy"
+	local rc=0
+	runuser -u "$FLAKE_USER" -- env PG_MAJOR="$PG_MAJOR" PG_CONFIG="$PG_CONFIG" \
+		PG_CFLAGS="${PG_CFLAGS:-}" FLAKE_KEEP="${FLAKE_KEEP:-}" \
+		"$copy/$script" "$@" || rc=$?
+	[ -n "${FLAKE_KEEP:-}" ] || rm -rf "$copy"
+	exit $rc
+}
+
+# Build flakeid and install it into a private copy of the PostgreSQL
+# installation under $FLAKE_WORK/install; the copy finds its share and lib
+# directories relative to its binaries, as PostgreSQL's own temporary
+# installations do.  Sets BINDIR, PGXS_DIR.
+flake_temp_install() {
+	local inst=$FLAKE_WORK/install dir
+	say "building flakeid with $($PG_CONFIG --version)"
+	make -s -C "$FLAKE_SRC" PG_CONFIG="$PG_CONFIG" PG_CFLAGS="${PG_CFLAGS:-}" >/dev/null
+	for dir in "$($PG_CONFIG --bindir)" "$($PG_CONFIG --pkglibdir)" "$($PG_CONFIG --sharedir)"; do
+		mkdir -p "$inst$dir"
+		cp -a "$dir/." "$inst$dir/"
+	done
+	make -s -C "$FLAKE_SRC" PG_CONFIG="$PG_CONFIG" DESTDIR="$inst" install >/dev/null
+	BINDIR=$inst$($PG_CONFIG --bindir)
+	PGXS_DIR=$(dirname "$($PG_CONFIG --pgxs)")/../..
+	PGXS_DIR=$(cd "$PGXS_DIR" && pwd)
+	export PATH="$BINDIR:$PATH"
+}
+
+FLAKE_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

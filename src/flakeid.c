@@ -6,7 +6,8 @@
  * The library always defines its parameters, so that the type's I/O and
  * the decode functions work whether or not it is preloaded.  Only when it
  * is loaded through shared_preload_libraries does it ask for shared memory
- * and start the lease worker, which generation needs.
+ * start the lease worker and register its WAL records, which generation
+ * needs.
  *
  *-------------------------------------------------------------------------
  */
@@ -28,4 +29,5 @@ _PG_init(void)
 		return;
 	FlakeInstallShmemHooks();
 	FlakeRegisterLeaseWorker();
+	FlakeRegisterRmgr();
 }

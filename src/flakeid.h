@@ -123,4 +123,7 @@ extern void FlakeInstallShmemHooks(void);
 /* lease.c */
 extern void FlakeRegisterLeaseWorker(void);
 
+/* wal.c */
+extern void FlakeRegisterRmgr(void);
+
 #endif							/* FLAKEID_H */

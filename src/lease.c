@@ -218,6 +218,7 @@ FlakeLeaseRenew(FlakeShared *s, uint64 *renewed_last)
 		return;
 
 	LWLockAcquire(s->lock, LW_EXCLUSIVE);
+	FlakeLogLease(&s->layout, new_end);
 	ok = FlakeStateWrite(s, &s->layout, new_end);
 	if (ok)
 		pg_atomic_write_u64(&s->lease_end, (uint64) new_end);
@@ -311,6 +312,46 @@ FlakeRegisterLeaseWorker(void)
 }
 
 /*
+ * Replay a lease record from the primary (or from this server before a
+ * crash): the layout it names becomes the recorded one, and IDs made after
+ * promotion start at or above its lease end.  The state file keeps that
+ * across restarts of the standby, so failing to write it stops recovery.
+ */
+void
+FlakeLeaseRedo(const FlakeLayout *layout, int64 lease_end)
+{
+	FlakeShared *s = flake_shared;
+
+	LWLockAcquire(s->lock, LW_EXCLUSIVE);
+	if (SameLayout(layout, &s->recorded) && lease_end <= s->recorded_lease_end)
+	{
+		LWLockRelease(s->lock);
+		return;
+	}
+	if (!FlakeStateWrite(s, layout, lease_end))
+	{
+		int			save_errno = errno;
+
+		LWLockRelease(s->lock);
+		errno = save_errno;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", FLAKE_STATE_FILE)));
+	}
+	s->recorded = *layout;
+	s->recorded_lease_end = lease_end;
+	if (SameLayout(layout, &s->layout))
+	{
+		if (lease_end > FlakeMs((int64) pg_atomic_read_u64(&s->last)) + 1)
+			FlakeSetFloor(s, lease_end);
+		pg_atomic_write_u32(&s->state, FLAKE_READY);
+	}
+	else
+		pg_atomic_write_u32(&s->state, FLAKE_LAYOUT_CHANGED);
+	LWLockRelease(s->lock);
+}
+
+/*
  * Accept the configured layout after it changed: record it, and continue
  * above every ID issued under the old one, both as integers and in time.
  */
@@ -341,6 +382,7 @@ flakeid_accept_layout(PG_FUNCTION_ARGS)
 	}
 	floor_ms = Max(s->recorded_lease_end,
 				   s->recorded.epoch_ms + s->recorded_lease_end - s->layout.epoch_ms);
+	FlakeLogLease(&s->layout, floor_ms);
 	if (!FlakeStateWrite(s, &s->layout, floor_ms))
 	{
 		int			save_errno = errno;

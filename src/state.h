@@ -82,5 +82,9 @@ extern void FlakeSetFloor(FlakeShared *s, int64 floor_ms);
 
 /* lease.c */
 extern void FlakeStateLoad(FlakeShared *s);
+extern void FlakeLeaseRedo(const FlakeLayout *layout, int64 lease_end);
+
+/* wal.c */
+extern void FlakeLogLease(const FlakeLayout *layout, int64 lease_end);
 
 #endif							/* FLAKEID_STATE_H */

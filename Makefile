@@ -2,7 +2,7 @@ EXTENSION = flakeid
 EXTVERSION = $(shell sed -n "s/^default_version[[:space:]]*=[[:space:]]*'\([^']*\)'.*/\1/p" flakeid.control)
 
 MODULE_big = flakeid
-OBJS = src/flakeid.o src/guc.o src/type.o src/decode.o src/generator.o src/lease.o
+OBJS = src/flakeid.o src/guc.o src/type.o src/decode.o src/generator.o src/lease.o src/wal.o
 FLAKE_HEADERS = src/flakeid.h src/state.h
 
 DATA = $(wildcard sql/flakeid--*.sql)

@@ -497,7 +497,7 @@ flakeid_status(PG_FUNCTION_ARGS)
 	values[3] = TimestampTzGetDatum(FlakeTimestamp(&s->layout, 0));
 	values[4] = Int64GetDatum(last);
 	values[5] = TimestampTzGetDatum(FlakeTimestamp(&s->layout, FlakeMs(last)));
-	values[6] = Int64GetDatum(FlakeMs(last) - FlakeClockMs());
+	values[6] = Int64GetDatum(Max(FlakeMs(last) - FlakeClockMs(), 0));
 	values[7] = TimestampTzGetDatum(FlakeTimestamp(&s->layout, lease_end));
 	values[8] = Int64GetDatum(issued);
 	values[9] = Int64GetDatum((int64) pg_atomic_read_u64(&s->waits));

@@ -62,7 +62,6 @@ FlakeShmemRequest(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(FlakeShmemSize());
-	RequestNamedLWLockTranche("flakeid", 1);
 }
 
 /* Set up the shared state and read the state file (in the postmaster). */
@@ -89,7 +88,7 @@ FlakeShmemStartup(void)
 		pg_atomic_init_u64(&s->clock_steps_back, 0);
 		ConditionVariableInit(&s->lease_cv);
 		s->worker_latch = NULL;
-		s->lock = &(GetNamedLWLockTranche("flakeid"))->lock;
+		LWLockInitialize(&s->lock, LWLockNewTrancheId());
 		s->layout = flake_layout;
 		s->started = GetCurrentTimestamp();
 		s->nslots = FlakeSlotCount();
@@ -99,6 +98,7 @@ FlakeShmemStartup(void)
 	}
 	flake_shared = s;
 	LWLockRelease(AddinShmemInitLock);
+	LWLockRegisterTranche(s->lock.tranche, "flakeid");
 }
 
 void

@@ -217,7 +217,7 @@ FlakeLeaseRenew(FlakeShared *s, uint64 *renewed_last)
 	if (!asked && wanted <= lease_end && last == *renewed_last)
 		return;
 
-	LWLockAcquire(s->lock, LW_EXCLUSIVE);
+	LWLockAcquire(&s->lock, LW_EXCLUSIVE);
 	FlakeLogLease(&s->layout, new_end);
 	ok = FlakeStateWrite(s, &s->layout, new_end);
 	if (ok)
@@ -236,7 +236,7 @@ FlakeLeaseRenew(FlakeShared *s, uint64 *renewed_last)
 		ereport(LOG,
 				(errmsg("flakeid time lease renewed in file \"%s\"", FLAKE_STATE_FILE)));
 	s->lease_failing = !ok;
-	LWLockRelease(s->lock);
+	LWLockRelease(&s->lock);
 
 	*renewed_last = last;
 	ConditionVariableBroadcast(&s->lease_cv);
@@ -322,17 +322,17 @@ FlakeLeaseRedo(const FlakeLayout *layout, int64 lease_end)
 {
 	FlakeShared *s = flake_shared;
 
-	LWLockAcquire(s->lock, LW_EXCLUSIVE);
+	LWLockAcquire(&s->lock, LW_EXCLUSIVE);
 	if (SameLayout(layout, &s->recorded) && lease_end <= s->recorded_lease_end)
 	{
-		LWLockRelease(s->lock);
+		LWLockRelease(&s->lock);
 		return;
 	}
 	if (!FlakeStateWrite(s, layout, lease_end))
 	{
 		int			save_errno = errno;
 
-		LWLockRelease(s->lock);
+		LWLockRelease(&s->lock);
 		errno = save_errno;
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -348,7 +348,7 @@ FlakeLeaseRedo(const FlakeLayout *layout, int64 lease_end)
 	}
 	else
 		pg_atomic_write_u32(&s->state, FLAKE_LAYOUT_CHANGED);
-	LWLockRelease(s->lock);
+	LWLockRelease(&s->lock);
 }
 
 /*
@@ -372,10 +372,10 @@ flakeid_accept_layout(PG_FUNCTION_ARGS)
 				 errmsg("flakeid is not generating IDs on this server"),
 				 errhint("Preload flakeid through \"shared_preload_libraries\" and run this on the primary.")));
 
-	LWLockAcquire(s->lock, LW_EXCLUSIVE);
+	LWLockAcquire(&s->lock, LW_EXCLUSIVE);
 	if (pg_atomic_read_u32(&s->state) != FLAKE_LAYOUT_CHANGED)
 	{
-		LWLockRelease(s->lock);
+		LWLockRelease(&s->lock);
 		ereport(NOTICE,
 				(errmsg("flakeid layout is unchanged, nothing to accept")));
 		PG_RETURN_BOOL(false);
@@ -387,7 +387,7 @@ flakeid_accept_layout(PG_FUNCTION_ARGS)
 	{
 		int			save_errno = errno;
 
-		LWLockRelease(s->lock);
+		LWLockRelease(&s->lock);
 		errno = save_errno;
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -398,7 +398,7 @@ flakeid_accept_layout(PG_FUNCTION_ARGS)
 	FlakeSetFloor(s, floor_ms);
 	pg_write_barrier();
 	pg_atomic_write_u32(&s->state, FLAKE_READY);
-	LWLockRelease(s->lock);
+	LWLockRelease(&s->lock);
 
 	ereport(LOG,
 			(errmsg("flakeid accepted a new layout: node_bits %d, epoch %s",

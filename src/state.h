@@ -60,7 +60,7 @@ typedef struct FlakeShared
 	Latch	   *worker_latch;	/* the lease worker's, or NULL */
 
 	/* Protected by lock, which also serialises writes of the file. */
-	LWLock	   *lock;
+	LWLock		lock;
 	FlakeLayout layout;			/* this server's layout */
 	FlakeLayout recorded;		/* the layout found in the state file */
 	int64		recorded_lease_end; /* its lease end, in its layout */

@@ -2,12 +2,14 @@ EXTENSION = flakeid
 EXTVERSION = $(shell sed -n "s/^default_version[[:space:]]*=[[:space:]]*'\([^']*\)'.*/\1/p" flakeid.control)
 
 MODULE_big = flakeid
-OBJS = src/flakeid.o src/guc.o src/type.o src/decode.o src/generator.o src/lease.o src/wal.o
+OBJS = src/flakeid.o src/guc.o src/type.o src/decode.o src/generator.o src/lease.o \
+	src/format.o src/wal.o
 FLAKE_HEADERS = src/flakeid.h src/state.h
 
 DATA = $(wildcard sql/flakeid--*.sql)
 
-REGRESS = type_io operators indexes casts decode from_timestamp generator
+REGRESS = type_io operators indexes casts decode from_timestamp generator \
+	format upgrade schema trusted
 REGRESS_OPTS = --inputdir=. --load-extension=flakeid
 
 ISOLATION = concurrent
@@ -23,7 +25,7 @@ include $(PGXS)
 
 $(OBJS): $(FLAKE_HEADERS)
 
-.PHONY: test demo bench
+.PHONY: test demo bench dist
 test:
 	test/run
 
@@ -32,6 +34,12 @@ demo:
 
 bench:
 	bench/run
+
+# The release archive, from the committed tree: flakeid-VERSION.zip.
+dist:
+	test/check-meta
+	git archive --format zip --prefix=$(EXTENSION)-$(EXTVERSION)/ \
+		-o $(EXTENSION)-$(EXTVERSION).zip HEAD
 
 print-regress:
 	@echo $(REGRESS)

@@ -31,9 +31,6 @@ int			flake_max_clock_wait_ms = 10000;
 static int	node_bits_guc = 10;
 static char *epoch_guc = NULL;
 
-/* Set by the node id check hook when it refuses a value. */
-static bool node_id_rejected = false;
-
 #define FLAKE_DEFAULT_EPOCH "2020-01-01 00:00:00+00"
 
 /* Read exactly n decimal digits. */
@@ -212,7 +209,6 @@ CheckNodeId(int *newval, void **extra, GucSource source)
 	(void) source;
 	if (*newval > max_node)
 	{
-		node_id_rejected = true;
 		GUC_check_errdetail("With flakeid.node_bits = %d the node id must be "
 							"between 0 and %d.",
 							flake_layout.node_bits, max_node);
@@ -231,6 +227,40 @@ LayoutContext(void)
 		PGC_POSTMASTER : PGC_SIGHUP;
 }
 
+/* The value the configuration gives a parameter not yet defined, or NULL. */
+static char *
+ConfiguredValue(const char *name)
+{
+	const char *raw = GetConfigOption(name, true, false);
+
+	return raw ? pstrdup(raw) : NULL;
+}
+
+/* Whether raw is missing or, read as an integer, is what was applied. */
+static bool
+IntApplied(const char *raw, int applied)
+{
+	int			value;
+
+	return raw == NULL || (parse_int(raw, &value, 0, NULL) && value == applied);
+}
+
+/*
+ * At startup PostgreSQL only warns about a rejected value of a custom
+ * parameter and keeps the default: node 0, which another server may well
+ * use, or another layout.  Refuse to start instead.
+ */
+static void
+RefuseDefault(const char *name, const char *raw, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid value for parameter \"%s\": \"%s\"", name, raw),
+			 errdetail_internal("%s", detail),
+			 errhint("Correct the setting in the server's configuration; "
+					 "flakeid does not start with a default in its place.")));
+}
+
 /*
  * Define every flakeid parameter.  The layout comes first: the node id is
  * checked against the node bits.
@@ -238,6 +268,11 @@ LayoutContext(void)
 void
 FlakeDefineGucs(void)
 {
+	bool		preloading = process_shared_preload_libraries_in_progress;
+	char	   *raw_epoch = ConfiguredValue("flakeid.epoch");
+	char	   *raw_node_bits = ConfiguredValue("flakeid.node_bits");
+	char	   *raw_node_id = ConfiguredValue("flakeid.node_id");
+
 	DefineCustomStringVariable("flakeid.epoch",
 							   "The moment flakeid timestamps count from.",
 							   "An ISO-8601 UTC timestamp; part of the ID "
@@ -247,6 +282,10 @@ FlakeDefineGucs(void)
 							   LayoutContext(),
 							   0,
 							   CheckEpoch, AssignEpoch, NULL);
+	if (preloading && raw_epoch != NULL && strcmp(raw_epoch, epoch_guc) != 0)
+		RefuseDefault("flakeid.epoch", raw_epoch,
+					  "flakeid.epoch must be an ISO-8601 UTC timestamp from "
+					  "1970 on, such as \"" FLAKE_DEFAULT_EPOCH "\".");
 
 	DefineCustomIntVariable("flakeid.node_bits",
 							"Bits of the ID that hold the node id.",
@@ -257,8 +296,11 @@ FlakeDefineGucs(void)
 							LayoutContext(),
 							0,
 							NULL, AssignNodeBits, NULL);
+	if (preloading && !IntApplied(raw_node_bits, node_bits_guc))
+		RefuseDefault("flakeid.node_bits", raw_node_bits,
+					  psprintf("flakeid.node_bits must be an integer from 0 to %d.",
+							   FLAKE_MAX_NODE_BITS));
 
-	node_id_rejected = false;
 	DefineCustomIntVariable("flakeid.node_id",
 							"This server's flakeid node id.",
 							"Unique among the servers whose IDs meet; "
@@ -268,24 +310,12 @@ FlakeDefineGucs(void)
 							PGC_SIGHUP,
 							0,
 							CheckNodeId, NULL, NULL);
-
-	/*
-	 * At startup PostgreSQL only warns about a rejected value and keeps the
-	 * default, node 0, which another server may well use.  Refuse to start
-	 * instead.
-	 */
-	if (node_id_rejected && process_shared_preload_libraries_in_progress)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid value for parameter \"%s\"",
-						"flakeid.node_id"),
-				 errdetail("With flakeid.node_bits = %d the node id must be "
-						   "between 0 and %d.",
-						   flake_layout.node_bits,
-						   FlakeMaxNode(&flake_layout)),
-				 errhint("Choose a node id that fits, or raise "
-						 "flakeid.node_bits on every server whose IDs "
-						 "meet.")));
+	if (preloading && !IntApplied(raw_node_id, flake_node_id))
+		RefuseDefault("flakeid.node_id", raw_node_id,
+					  psprintf("With flakeid.node_bits = %d the node id must be "
+							   "an integer from 0 to %d.",
+							   flake_layout.node_bits,
+							   FlakeMaxNode(&flake_layout)));
 
 	DefineCustomIntVariable("flakeid.max_lead",
 							"How far generated IDs may run ahead of the "

@@ -382,6 +382,20 @@ flakeid_accept_layout(PG_FUNCTION_ARGS)
 	}
 	floor_ms = Max(s->recorded_lease_end,
 				   s->recorded.epoch_ms + s->recorded_lease_end - s->layout.epoch_ms);
+	if (floor_ms - FlakeClockMs() > flake_max_lead_ms)
+	{
+		char	   *first = pstrdup(timestamptz_to_str(FlakeTimestamp(&s->layout, floor_ms)));
+
+		LWLockRelease(&s->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot accept the new flakeid layout yet"),
+				 errdetail("To stay above every ID issued under the old layout, the first ID under the new one "
+						   "would have to read %s, %lld ms ahead of the clock.",
+						   first, (long long) (floor_ms - FlakeClockMs())),
+				 errhint("Keep the old flakeid.epoch or choose an earlier one; a later epoch can be accepted "
+						 "only once the clock reaches that time.")));
+	}
 	FlakeLogLease(&s->layout, floor_ms);
 	if (!FlakeStateWrite(s, &s->layout, floor_ms))
 	{

@@ -1,0 +1,113 @@
+# flakeid without shared_preload_libraries: the type and the decode functions
+# work, using the layout from postgresql.conf; generation refuses with
+# SQLSTATE 55000 and a hint, never a fallback.
+
+use strict;
+use warnings;
+
+use FlakeTest;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+# a non-default layout, so that decoding visibly follows the configuration
+my $node = flake_node(
+	'no_preload',
+	preload => 0,
+	conf    => "flakeid.node_bits = 12\n"
+	  . "flakeid.epoch = '2024-01-01 00:00:00+00'\n"
+	  . "flakeid.node_id = 9");
+$node->start;
+
+is( $node->safe_psql('postgres', 'SHOW shared_preload_libraries'),
+	'', 'flakeid is not preloaded');
+
+$node->safe_psql('postgres', 'CREATE EXTENSION flakeid');
+is( $node->safe_psql(
+		'postgres', q{
+	SELECT extversion = default_version
+	FROM pg_extension JOIN pg_available_extensions ON name = extname
+	WHERE extname = 'flakeid'}),
+	't',
+	'CREATE EXTENSION works without preloading');
+
+# text I/O and casts
+is( $node->safe_psql(
+		'postgres', q{
+	SELECT '9223372036854775807'::flakeid::text
+		|| ' ' || ' 42 '::flakeid::text
+		|| ' ' || (1234::flakeid)::bigint::text
+		|| ' ' || (5000000000::bigint::flakeid)::text
+		|| ' ' || ('17'::flakeid = 17)::text}),
+	'9223372036854775807 42 1234 5000000000 true',
+	'text I/O and casts work');
+fails_with($node, q{SELECT '-1'::flakeid}, '22003', 'negative input');
+fails_with($node, q{SELECT 'abc'::flakeid}, '22P02', 'bad input');
+
+# Decoding follows the configured layout (12 node bits, 10 sequence bits,
+# epoch 2024-01-01): build an ID by hand and take it apart.
+is( $node->safe_psql(
+		'postgres', q{
+	WITH id AS (
+		SELECT ((123456789::bigint << 22) | (3000 << 10) | 1000)::flakeid AS x)
+	SELECT flakeid_node(x) || ' ' || flakeid_sequence(x)
+		|| ' ' || (flakeid_timestamp(x) = timestamptz '2024-01-01 00:00:00+00'
+			+ interval '123456789 ms')
+		|| ' ' || ((flakeid_decode(x)).node = 3000)
+		|| ' ' || (flakeid_timestamp(x::bigint) = flakeid_timestamp(x))
+		|| ' ' || (flakeid_from_timestamp('2024-01-01 00:00:00+00')::bigint = 0)
+		|| ' ' || (flakeid_from_timestamp(flakeid_timestamp(x))::bigint = 123456789::bigint << 22)
+	FROM id}),
+	'3000 1000 true true true true true',
+	'decode functions work and follow the configured layout');
+
+is($node->safe_psql('postgres', 'SELECT flakeid_node(0); SHOW flakeid.node_bits'),
+	"0\n12", 'SHOW flakeid.node_bits works');
+
+# generation needs the preloaded library
+foreach my $sql ('SELECT nextflake()', 'SELECT * FROM nextflakes(3)',
+	'SELECT * FROM flakeid_status()')
+{
+	my $err = fails_with($node, $sql, '55000', $sql);
+	like($err, qr/HINT:  .*shared_preload_libraries/,
+		"$sql: hint names shared_preload_libraries");
+}
+fails_with($node, 'SELECT flakeid_accept_layout()', '55000',
+	'flakeid_accept_layout()');
+
+# a DO block sees the same SQLSTATE
+my ($ret, $out, $err) = $node->psql('postgres',
+	q{DO $$ BEGIN PERFORM nextflake(); EXCEPTION WHEN object_not_in_prerequisite_state THEN RAISE NOTICE 'caught %', SQLSTATE; END $$});
+like($err, qr/caught 55000/, 'DO block catches SQLSTATE 55000');
+
+# a column default that cannot generate fails the insert, never a value
+$node->safe_psql('postgres',
+	'CREATE TABLE t (id flakeid PRIMARY KEY DEFAULT nextflake(), v int)');
+fails_with($node, 'INSERT INTO t (v) VALUES (1)', '55000',
+	'insert with DEFAULT nextflake()');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM t'),
+	'0', 'no row was inserted');
+
+# no session sets the node id or the layout, once the library is loaded
+fails_with($node, q{SELECT flakeid_node(0); SET flakeid.node_id = 7},
+	'55P02', 'SET flakeid.node_id');
+fails_with($node, q{SELECT flakeid_node(0); SET flakeid.node_bits = 16},
+	'55P02', 'SET flakeid.node_bits');
+fails_with($node,
+	q{SELECT flakeid_node(0); SELECT set_config('flakeid.epoch', '2030-01-01', false)},
+	'55P02', 'set_config(flakeid.epoch)');
+
+# Before the library is loaded, SET only makes a placeholder; loading the
+# library must discard it rather than adopt it.
+is( $node->safe_psql(
+		'postgres', q{
+	SET flakeid.node_bits = 16;
+	SET flakeid.node_id = 7;
+	SELECT flakeid_node(((1::bigint << 22) | (7 << 6))::flakeid);
+	SHOW flakeid.node_bits;
+	SHOW flakeid.node_id}),
+	"0\n12\n9",
+	'a placeholder set before loading is not adopted');
+
+$node->stop;
+done_testing();

@@ -1,0 +1,106 @@
+# flakeid.node_id: checked against flakeid.node_bits at startup (refuse to
+# start) and on reload (keep the old value), applied to new sessions on a
+# valid reload, and out of reach of sessions.
+
+use strict;
+use warnings;
+
+use FlakeTest;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = flake_node('node_id', node_id => 1024);
+
+# 1024 does not fit in the default 10 node bits
+start_fails($node, 'node id 1024 with 10 node bits',
+	qr/invalid value for parameter "flakeid\.node_id"/,
+	qr/between 0 and 1023/);
+
+# values that are not node ids at all are no better
+foreach my $value ('65536', '-1', q{'seven'})
+{
+	$node->adjust_conf('postgresql.conf', 'flakeid.node_id', $value);
+	start_fails($node, "node id $value",
+		qr/(?:invalid value for|outside the valid range for) parameter "flakeid\.node_id"/);
+}
+
+# the largest node id that fits
+$node->adjust_conf('postgresql.conf', 'flakeid.node_id', '1023');
+$node->start;
+is($node->safe_psql('postgres', 'SHOW flakeid.node_id'),
+	'1023', 'node id 1023 starts');
+$node->safe_psql(
+	'postgres', q{
+	CREATE EXTENSION flakeid;
+	CREATE TABLE ids (n serial PRIMARY KEY, id flakeid NOT NULL DEFAULT nextflake());
+	CREATE ROLE alice LOGIN;
+	GRANT ALL ON ids, ids_n_seq TO alice;
+	INSERT INTO ids SELECT FROM generate_series(1, 1000)});
+is($node->safe_psql('postgres', 'SELECT count(*) FROM ids WHERE flakeid_node(id) = 1023'),
+	'1000', 'IDs decode to node 1023');
+
+# a reload with a value that does not fit keeps the old node id
+my $offset = -s $node->logfile;
+$node->adjust_conf('postgresql.conf', 'flakeid.node_id', '5000');
+$node->reload;
+$node->wait_for_log(qr/invalid value for parameter "flakeid\.node_id": "?5000/,
+	$offset);
+ok( $node->log_contains(qr/between 0 and 1023/, $offset),
+	'the log says why 5000 was refused');
+is($node->safe_psql('postgres', 'SHOW flakeid.node_id'),
+	'1023', 'an invalid reload keeps node id 1023');
+$node->safe_psql('postgres', 'INSERT INTO ids SELECT FROM generate_series(1, 100)');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM ids WHERE flakeid_node(id) = 1023'),
+	'1100', 'IDs made after the invalid reload still decode to node 1023');
+
+# a valid reload applies to new sessions
+$node->adjust_conf('postgresql.conf', 'flakeid.node_id', '7');
+$node->reload;
+$node->poll_query_until('postgres', q{SELECT current_setting('flakeid.node_id') = '7'})
+  or die 'node id 7 was not applied';
+$node->safe_psql('postgres', 'INSERT INTO ids SELECT FROM generate_series(1, 1000)');
+is( $node->safe_psql(
+		'postgres', q{
+	SELECT count(*) FILTER (WHERE flakeid_node(id) = 1023) || ' '
+		|| count(*) FILTER (WHERE flakeid_node(id) = 7)
+	FROM ids}),
+	'1100 1000',
+	'IDs made after a valid reload decode to node 7');
+is( $node->safe_psql(
+		'postgres', q{
+	SELECT count(*) = count(DISTINCT id) AND bool_and(id > prev)
+	FROM (SELECT id, lag(id) OVER (ORDER BY n) AS prev FROM ids) s
+	WHERE prev IS NOT NULL}),
+	't',
+	'IDs stay unique and strictly increasing across the node id change');
+is( $node->safe_psql(
+		'postgres', q{
+	SELECT min(id::bigint) FILTER (WHERE flakeid_node(id) = 7)
+		> max(id::bigint) FILTER (WHERE flakeid_node(id) = 1023)
+	FROM ids}),
+	't',
+	'every node 7 ID is above every node 1023 ID as an integer');
+
+# ALTER SYSTEM validates against the node bits and leaves no trace
+fails_with($node, 'ALTER SYSTEM SET flakeid.node_id = 4096',
+	'22023', 'ALTER SYSTEM SET flakeid.node_id = 4096');
+fails_with($node, 'ALTER SYSTEM SET flakeid.node_id = 1024',
+	'22023', 'ALTER SYSTEM SET flakeid.node_id = 1024');
+unlike(slurp_file($node->data_dir . '/postgresql.auto.conf'),
+	qr/flakeid/, 'postgresql.auto.conf is untouched');
+
+# no session, superuser or not, sets its own node id
+fails_with($node, 'SET flakeid.node_id = 3', '55P02',
+	'superuser SET flakeid.node_id');
+settings_locked($node, 'alice', 'postgres', 'flakeid.node_id', '3');
+$node->safe_psql('postgres', 'INSERT INTO ids SELECT FROM generate_series(1, 100)');
+my ($ret, $out) = psql_as($node,
+	'INSERT INTO ids SELECT FROM generate_series(1, 100); SELECT flakeid_node(nextflake())',
+	user => 'alice');
+is($out, '7', "alice's IDs are still node 7");
+is($node->safe_psql('postgres', 'SELECT count(*) FROM ids WHERE flakeid_node(id) = 7'),
+	'1200', 'every later ID is node 7');
+
+$node->stop;
+done_testing();

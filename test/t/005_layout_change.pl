@@ -1,0 +1,172 @@
+# A server restarted with another layout (flakeid.node_bits or flakeid.epoch)
+# refuses to generate, saying what changed, until a superuser accepts the
+# new layout; IDs then continue above every earlier one, also after later
+# restarts.
+
+use strict;
+use warnings;
+
+use FlakeTest;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = flake_node('layout', node_id => 5);
+$node->start;
+$node->safe_psql(
+	'postgres', q{
+	CREATE EXTENSION flakeid;
+	CREATE TABLE ids (n serial PRIMARY KEY, phase text NOT NULL, id flakeid NOT NULL);
+	CREATE ROLE bob LOGIN;
+	CREATE ROLE carol LOGIN;
+	GRANT EXECUTE ON FUNCTION flakeid_accept_layout() TO carol;
+	GRANT ALL ON ids, ids_n_seq TO bob, carol});
+
+# Make IDs in a phase; true when they are unique, increasing and above
+# every ID of the earlier phases, compared as integers.
+sub generate_above_all
+{
+	my ($phase) = @_;
+	my ($ret, $out, $err) = psql_as(
+		$node, qq{
+		INSERT INTO ids (phase, id)
+			SELECT '$phase', nextflake() FROM generate_series(1, 500);
+		INSERT INTO ids (phase, id) SELECT '$phase', x FROM nextflakes(500) x});
+	if ($ret != 0)
+	{
+		diag("generating IDs failed: $err");
+		return 'error';
+	}
+	return $node->safe_psql(
+		'postgres', qq{
+		SELECT count(*) = 1000
+			AND min(id::bigint) > (SELECT coalesce(max(id::bigint), -1)
+								   FROM ids WHERE phase <> '$phase')
+			AND bool_and(prev IS NULL OR id::bigint > prev::bigint)
+		FROM (SELECT phase, id, lag(id) OVER (ORDER BY n) AS prev FROM ids) s
+		WHERE phase = '$phase'});
+}
+
+# Assert that generation is refused with the given DETAIL.
+sub refuses
+{
+	my ($detail, $test_name) = @_;
+	foreach my $sql ('SELECT nextflake()', 'SELECT * FROM nextflakes(3)',
+		q{INSERT INTO ids (phase, id) VALUES ('never', nextflake())})
+	{
+		my $err = fails_with($node, $sql, '55000', "$test_name: $sql");
+		like($err, qr/ERROR:  55000: flakeid layout has changed/,
+			"$test_name: $sql: says the layout changed");
+		like($err, $detail, "$test_name: $sql: says what changed");
+	}
+	is($node->safe_psql('postgres', 'SELECT state FROM flakeid_status()'),
+		'layout changed', "$test_name: flakeid_status() says layout changed");
+	return;
+}
+
+is(generate_above_all('first'), 't', 'IDs under the first layout');
+my ($ret, $out, $err) = psql_as($node, 'SELECT flakeid_accept_layout()');
+is($out, 'f', 'accepting an unchanged layout does nothing');
+
+# node_bits 10 -> 12, then back: the old setting works without accepting
+$node->stop;
+$node->append_conf('postgresql.conf', 'flakeid.node_bits = 12');
+my $offset = -s $node->logfile;
+$node->start;
+ok($node->log_contains(qr/flakeid layout differs/, $offset),
+	'the server log reports the layout change');
+refuses(qr/DETAIL:  flakeid\.node_bits was 10 and is now 12\.\n/,
+	'node_bits 10 -> 12');
+
+$node->stop;
+$node->adjust_conf('postgresql.conf', 'flakeid.node_bits', '10');
+$node->start;
+is(generate_above_all('restored'), 't',
+	'restoring node_bits 10 generates again without accepting');
+
+# node_bits 10 -> 12 again, and accept it
+$node->stop;
+$node->adjust_conf('postgresql.conf', 'flakeid.node_bits', '12');
+$node->start;
+refuses(qr/DETAIL:  flakeid\.node_bits was 10 and is now 12\.\n/,
+	'node_bits 10 -> 12 again');
+
+fails_with($node, 'SELECT flakeid_accept_layout()', '42501',
+	'a non-superuser without EXECUTE accepting the layout', user => 'bob');
+fails_with($node, 'SELECT flakeid_accept_layout()', '42501',
+	'a non-superuser with EXECUTE accepting the layout', user => 'carol');
+fails_with($node, 'SELECT nextflake()', '55000',
+	'still refusing after the attempts of non-superusers');
+
+($ret, $out, $err) = psql_as($node, 'SELECT flakeid_accept_layout()');
+is($out, 't', 'a superuser accepts the new layout');
+is(generate_above_all('node_bits 12'), 't',
+	'IDs after accepting node_bits 12 are above every earlier ID');
+is( $node->safe_psql(
+		'postgres', q{
+	SELECT bool_and(flakeid_node(id) = 5 AND flakeid_sequence(id) BETWEEN 0 AND 1023
+		AND flakeid_timestamp(id) <= clock_timestamp() + current_setting('flakeid.max_lead')::interval)
+	FROM ids WHERE phase = 'node_bits 12'}),
+	't',
+	'they decode to node 5 with 10 sequence bits, within the lead bound');
+is( $node->safe_psql('postgres', 'SELECT state, node_bits FROM flakeid_status()'),
+	'ready|12', 'flakeid_status() is ready with 12 node bits');
+($ret, $out, $err) = psql_as($node, 'SELECT flakeid_accept_layout()');
+is($out, 'f', 'accepting again does nothing');
+
+$node->restart;
+is(generate_above_all('node_bits 12, restarted'), 't',
+	'after a restart with the accepted layout IDs continue above all');
+
+# the epoch moves back a year
+$node->stop;
+$node->append_conf('postgresql.conf', q{flakeid.epoch = '2019-01-01 00:00:00+00'});
+$node->start;
+refuses(
+	qr/DETAIL:  flakeid\.epoch was 2020-01-01 00:00:00\S* and is now 2019-01-01 00:00:00\S*\.\n/,
+	'epoch 2020 -> 2019');
+fails_with($node, 'SELECT flakeid_accept_layout()', '42501',
+	'a non-superuser accepting the epoch', user => 'carol');
+($ret, $out, $err) = psql_as($node, 'SELECT flakeid_accept_layout()');
+is($out, 't', 'a superuser accepts the new epoch');
+is(generate_above_all('epoch 2019'), 't',
+	'IDs after accepting the epoch are above every earlier ID');
+is( $node->safe_psql(
+		'postgres', q{
+	SELECT bool_and(flakeid_timestamp(id) BETWEEN now() - interval '1 hour'
+		AND clock_timestamp() + current_setting('flakeid.max_lead')::interval)
+	FROM ids WHERE phase = 'epoch 2019'}),
+	't',
+	'and their timestamps, counted from the new epoch, are the present');
+
+$node->restart;
+is(generate_above_all('epoch 2019, restarted'), 't',
+	'after a restart with the accepted epoch IDs continue above all');
+
+# The epoch moves forward four years: no ID near the clock is above the
+# earlier ones any more.  Accepting must not leave a server that agreed to
+# the layout but cannot generate: either it refuses to accept, or IDs
+# continue above every earlier one.
+$node->stop;
+$node->adjust_conf('postgresql.conf', 'flakeid.epoch', q{'2023-01-01 00:00:00+00'});
+$node->start;
+refuses(
+	qr/DETAIL:  flakeid\.epoch was 2019-01-01 00:00:00\S* and is now 2023-01-01 00:00:00\S*\.\n/,
+	'epoch 2019 -> 2023');
+($ret, $out, $err) = psql_as($node, 'SELECT flakeid_accept_layout()');
+if ($ret != 0)
+{
+	like($err, qr/ERROR:  [0-9A-Z]{5}: /,
+		'accepting a later epoch is refused with an error');
+	fails_with($node, 'SELECT nextflake()', '55000',
+		'and generation stays refused');
+}
+else
+{
+	is($out, 't', 'a superuser accepts the later epoch');
+	is(generate_above_all('epoch 2023'), 't',
+		'IDs after accepting the later epoch are above every earlier ID');
+}
+
+$node->stop;
+done_testing();

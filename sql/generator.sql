@@ -39,6 +39,17 @@ SELECT bool_and(
 FROM (SELECT id, lag(id) OVER (ORDER BY i) AS prev FROM batch) s
 WHERE prev IS NOT NULL;
 SELECT nextflake() > (SELECT max(id) FROM batch) AS after_batch;
+-- a batch and the single IDs right after it never overlap, even within
+-- one millisecond
+CREATE TEMP TABLE mixed (id flakeid);
+DO $$
+BEGIN
+	FOR i IN 1..200 LOOP
+		INSERT INTO mixed SELECT nextflakes(3);
+		INSERT INTO mixed SELECT nextflake();
+	END LOOP;
+END $$;
+SELECT count(*) AS ids, count(DISTINCT id) AS distinct_ids FROM mixed;
 SELECT count(*) FROM nextflakes(0);
 SELECT count(*) FROM nextflakes(1);
 SELECT * FROM nextflakes(-1);

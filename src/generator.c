@@ -448,10 +448,14 @@ nextflakes(PG_FUNCTION_ARGS)
 	funcctx = SRF_PERCALL_SETUP();
 	state = funcctx->user_fctx;
 	if (funcctx->call_cntr < funcctx->max_calls)
-		SRF_RETURN_NEXT(funcctx,
-						Int64GetDatum(FlakeFromTick(&flake_layout,
-													state->first + (int64) funcctx->call_cntr,
-													state->node)));
+	{
+		/* before SRF_RETURN_NEXT, which advances call_cntr */
+		int64		id = FlakeFromTick(&flake_layout,
+									   state->first + (int64) funcctx->call_cntr,
+									   state->node);
+
+		SRF_RETURN_NEXT(funcctx, Int64GetDatum(id));
+	}
 	SRF_RETURN_DONE(funcctx);
 }
 

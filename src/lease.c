@@ -292,7 +292,8 @@ flakeid_lease_worker_main(Datum main_arg)
 						 100, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
-	proc_exit(0);
+	/* exit status 1: the postmaster restarts the worker unless shutting down */
+	proc_exit(1);
 }
 
 void

@@ -1,0 +1,471 @@
+# Helpers for flakeid's fault-injection TAP tests (010-015): a node whose
+# clock can be set back under libfaketime, a crash of the whole server, the
+# SQLSTATE of a failing statement, the time lease file read from outside,
+# and checks of generated IDs by their properties.
+
+package FlakeFault;
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use File::Copy qw(move);
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+
+our @EXPORT = qw(
+  faketime_library fault_node start_faked set_clock server_clock_offset
+  wait_clock_offset crash_node psql_state sqlstate_of status_of
+  read_lease_file ids_unique wait_until tick_sql server_processes
+);
+
+# The default layout: 12 sequence bits, 10 node bits.
+use constant SEQ_BITS => 12;
+
+# The path of libfaketime's preload library, or undef.
+sub faketime_library
+{
+	foreach my $path (
+		'/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1',
+		'/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1',
+		'/usr/lib/faketime/libfaketime.so.1',
+		'/usr/local/lib/faketime/libfaketime.so.1')
+	{
+		return $path if -e $path;
+	}
+	my $listed = `dpkg -L libfaketime 2>/dev/null`;
+	return $1 if $listed =~ m{^(/\S*/libfaketime\.so\.1)$}m;
+	return undef;
+}
+
+# A new, initialised but not started node with flakeid preloaded, quiet
+# logs (the tests run millions of statements) and the clock file its
+# faketime start reads.  Options: node_id (default 1), conf (more lines),
+# initdb (more initdb arguments).
+sub fault_node
+{
+	my ($name, %opts) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	my $node_id = $opts{node_id} // 1;
+
+	$node->init(extra => $opts{initdb} // []);
+	$node->append_conf(
+		'postgresql.conf', qq{
+shared_preload_libraries = 'flakeid'
+flakeid.node_id = $node_id
+max_worker_processes = 16
+log_statement = none
+log_min_duration_statement = -1
+});
+	$node->append_conf('postgresql.conf', $opts{conf}) if defined $opts{conf};
+	set_clock($node, '+0');
+	return $node;
+}
+
+# The file libfaketime reads the clock offset of a node from.
+sub clock_file
+{
+	my ($node) = @_;
+	return $node->basedir . '/faketime.rc';
+}
+
+# Set the clock of a node started by start_faked: an offset from the real
+# clock in libfaketime's notation ("-0.3" seconds, "-1h", "+0").  Every
+# process of the server reads the file at each clock read, so the step
+# reaches all of them at once.  The file is replaced atomically, so that no
+# reader ever sees it empty.
+sub set_clock
+{
+	my ($node, $offset) = @_;
+	my $file = clock_file($node);
+
+	die "bad clock offset \"$offset\"" unless $offset =~ /^[+-]\d+(\.\d+)?[smhdy]?$/;
+	open my $fh, '>', "$file.new" or die "could not write $file.new: $!";
+	print $fh "$offset\n";
+	close $fh or die "could not write $file.new: $!";
+	move("$file.new", $file) or die "could not rename to $file: $!";
+	note "clock of node " . $node->name . " set to real time $offset";
+	return;
+}
+
+# libfaketime 0.9.10 turns faking off in a process while it sleeps in
+# select(), poll() or epoll_wait().  PostgreSQL 15's postmaster sleeps in
+# select() and does its work in signal handlers, so the postmaster and every
+# child it forks from a handler (the lease worker among them) would read the
+# real clock, forever.  A small preload library, loaded before libfaketime,
+# hands these calls straight to the C library so that every process of the
+# server reads the one faked clock.
+my $shim_source = <<'EOC';
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <poll.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+
+typedef int (*select_f) (int, fd_set *, fd_set *, fd_set *, struct timeval *);
+typedef int (*pselect_f) (int, fd_set *, fd_set *, fd_set *,
+						  const struct timespec *, const sigset_t *);
+typedef int (*poll_f) (struct pollfd *, nfds_t, int);
+typedef int (*ppoll_f) (struct pollfd *, nfds_t, const struct timespec *,
+						const sigset_t *);
+typedef int (*epoll_wait_f) (int, struct epoll_event *, int, int);
+typedef int (*epoll_pwait_f) (int, struct epoll_event *, int, int,
+							  const sigset_t *);
+
+static select_f real_select;
+static pselect_f real_pselect;
+static poll_f real_poll;
+static ppoll_f real_ppoll;
+static epoll_wait_f real_epoll_wait;
+static epoll_pwait_f real_epoll_pwait;
+
+__attribute__((constructor)) static void
+shim_init(void)
+{
+	void	   *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+
+	if (libc == NULL)
+		libc = dlopen("libc.so.6", RTLD_LAZY);
+	real_select = (select_f) dlsym(libc, "select");
+	real_pselect = (pselect_f) dlsym(libc, "pselect");
+	real_poll = (poll_f) dlsym(libc, "poll");
+	real_ppoll = (ppoll_f) dlsym(libc, "ppoll");
+	real_epoll_wait = (epoll_wait_f) dlsym(libc, "epoll_wait");
+	real_epoll_pwait = (epoll_pwait_f) dlsym(libc, "epoll_pwait");
+}
+
+int
+select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *t)
+{
+	return real_select(n, r, w, e, t);
+}
+
+int
+pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t,
+		const sigset_t *m)
+{
+	return real_pselect(n, r, w, e, t, m);
+}
+
+int
+poll(struct pollfd *f, nfds_t n, int t)
+{
+	return real_poll(f, n, t);
+}
+
+int
+ppoll(struct pollfd *f, nfds_t n, const struct timespec *t, const sigset_t *m)
+{
+	return real_ppoll(f, n, t, m);
+}
+
+int
+epoll_wait(int fd, struct epoll_event *ev, int n, int t)
+{
+	return real_epoll_wait(fd, ev, n, t);
+}
+
+int
+epoll_pwait(int fd, struct epoll_event *ev, int n, int t, const sigset_t *m)
+{
+	return real_epoll_pwait(fd, ev, n, t, m);
+}
+EOC
+
+my $preload;
+
+# The LD_PRELOAD value that fakes the clock: the shim (built once per test
+# script) and libfaketime.
+sub faketime_preload
+{
+	return $preload if defined $preload;
+
+	my $lib = faketime_library() or die 'libfaketime is not installed';
+	my $dir = $PostgreSQL::Test::Utils::tmp_check;
+	my $src = "$dir/faketime_shim.c";
+	my $so = "$dir/faketime_shim_$$.so";
+
+	open my $fh, '>', $src or die "could not write $src: $!";
+	print $fh $shim_source;
+	close $fh;
+	my $cc = $ENV{CC} // 'cc';
+	system($cc, '-shared', '-fPIC', '-O2', '-o', $so, $src, '-ldl') == 0
+	  or die "could not build $so with $cc";
+	$preload = "$so:$lib";
+	return $preload;
+}
+
+# Start the node under libfaketime, its clock $offset from the real one.
+# Only the wall clock is faked: the monotonic clock, which latch waits and
+# timeouts measure with, stays real.
+sub start_faked
+{
+	my ($node, $offset, %params) = @_;
+
+	set_clock($node, $offset);
+	local $ENV{LD_PRELOAD} = faketime_preload();
+	local $ENV{FAKETIME_TIMESTAMP_FILE} = clock_file($node);
+	local $ENV{FAKETIME_NO_CACHE} = '1';
+	local $ENV{FAKETIME_DONT_FAKE_MONOTONIC} = '1';
+	local $ENV{DONT_FAKE_MONOTONIC} = '1';
+	local $ENV{NO_FAKE_STAT} = '1';
+	delete local $ENV{FAKETIME};
+	return $node->start(%params);
+}
+
+# The server's wall clock minus the real one, in seconds, as one query
+# sees it.  $via is a node or a background psql session (whose round trip
+# is shorter, so the figure is sharper).
+sub server_clock_offset
+{
+	my ($via) = @_;
+	my $sql = 'SELECT extract(epoch FROM clock_timestamp())';
+	my $before = time();
+	my $server =
+	  $via->isa('PostgreSQL::Test::Cluster')
+	  ? $via->safe_psql('postgres', $sql)
+	  : $via->query_safe($sql);
+	my $after = time();
+
+	return $server - ($before + $after) / 2;
+}
+
+# Poll until the server's clock offset is within $tolerance seconds of
+# $expected (at most $timeout seconds); returns the last offset measured.
+sub wait_clock_offset
+{
+	my ($via, $expected, $tolerance, $timeout) = @_;
+	my $deadline = time() + ($timeout // 10);
+	my $offset;
+
+	for (;;)
+	{
+		$offset = server_clock_offset($via);
+		return $offset if abs($offset - $expected) <= $tolerance;
+		return $offset if time() > $deadline;
+		usleep(20_000);
+	}
+}
+
+# Poll $cond (a code ref) every $interval seconds until it returns true or
+# $timeout seconds have passed; returns its last result.
+sub wait_until
+{
+	my ($cond, $timeout, $interval) = @_;
+	my $deadline = time() + $timeout;
+	my $result;
+
+	until (($result = $cond->()) || time() > $deadline)
+	{
+		usleep(int(($interval // 0.1) * 1_000_000));
+	}
+	return $result;
+}
+
+# The children of a process, from /proc.
+sub children_of
+{
+	my ($pid) = @_;
+	my @children;
+
+	foreach my $stat (glob '/proc/[0-9]*/stat')
+	{
+		open my $fh, '<', $stat or next;
+		my $line = <$fh>;
+		close $fh;
+		next unless defined $line;
+		# pid (comm) state ppid ...: comm may hold spaces and parentheses
+		push @children, $1 if $line =~ /^(\d+) \(.*\) \S+ (\d+) / && $2 == $pid;
+	}
+	return @children;
+}
+
+# The pids of the running server processes of a node whose command line
+# (as ps shows it) matches $pattern.
+sub server_processes
+{
+	my ($node, $pattern) = @_;
+	my $pidfile = $node->data_dir . '/postmaster.pid';
+
+	open my $fh, '<', $pidfile or return ();
+	my $pm = <$fh>;
+	close $fh;
+	chomp $pm;
+	return grep {
+		my $cmd = '';
+		if (open my $c, '<', "/proc/$_/cmdline")
+		{
+			local $/;
+			$cmd = <$c> // '';
+			close $c;
+		}
+		$cmd =~ s/\0/ /g;
+		process_alive($_) && $cmd =~ $pattern
+	} children_of($pm);
+}
+
+# Whether a process still runs (a zombie has finished).
+sub process_alive
+{
+	my ($pid) = @_;
+	open my $fh, '<', "/proc/$pid/stat" or return 0;
+	my $line = <$fh>;
+	close $fh;
+	return 0 unless defined $line && $line =~ /^\d+ \(.*\) (\S+) /;
+	return $1 ne 'Z' && $1 ne 'X';
+}
+
+# Crash the server: SIGKILL to the postmaster, whose pid postmaster.pid
+# gives, and to each of its children, and wait until all of them are gone
+# (at most 60 s).  postmaster.pid stays behind, as after a power cut.  A
+# new postmaster refuses to start while the old pid exists, so wait for the
+# dead postmaster to be reaped too; where nothing reaps orphans, remove the
+# lock file of the dead server after 30 s.  Returns the number of processes
+# killed.
+sub crash_node
+{
+	my ($node) = @_;
+	my $pidfile = $node->data_dir . '/postmaster.pid';
+
+	open my $fh, '<', $pidfile or die "could not open $pidfile: $!";
+	my $pm = <$fh>;
+	close $fh;
+	chomp $pm;
+	die "no pid in $pidfile" unless $pm =~ /^\d+$/;
+
+	my @victims = ($pm, children_of($pm));
+	note "killing postmaster $pm and its children @victims[1 .. $#victims]";
+	kill 'KILL', $pm;
+	kill 'KILL', @victims[1 .. $#victims] if @victims > 1;
+
+	my $dead = wait_until(sub { !grep { process_alive($_) } @victims }, 60);
+	die "processes of node " . $node->name . " survived SIGKILL" unless $dead;
+	unless (wait_until(sub { !kill(0, $pm) }, 30))
+	{
+		note "postmaster $pm is a zombie nobody reaps: removing $pidfile";
+		unlink $pidfile or die "could not remove $pidfile: $!";
+	}
+
+	# the node is down: PostgreSQL::Test::Cluster must not stop it again
+	$node->{_pid} = undef;
+	return scalar @victims;
+}
+
+# Run SQL with verbose errors; returns (exit code, stdout, stderr, the
+# SQLSTATE of the first error or undef).
+sub psql_state
+{
+	my ($node, $sql, %params) = @_;
+	my ($ret, $out, $err) = $node->psql(
+		'postgres', $sql,
+		extra_params => [ '-v', 'VERBOSITY=verbose' ],
+		%params);
+	return ($ret, $out, $err, sqlstate_of($err));
+}
+
+# The SQLSTATE of the first error in verbose psql output, or undef.
+sub sqlstate_of
+{
+	my ($err) = @_;
+	return undef unless defined $err;
+	return $err =~ /\b(?:ERROR|FATAL|PANIC):  ([0-9A-Z]{5}):/ ? $1 : undef;
+}
+
+# flakeid_status() as a hash (columns as psql prints them).
+sub status_of
+{
+	my ($via) = @_;
+	my @cols = qw(state node_id node_bits epoch last_id last_time lead_ms
+	  lease_end issued waits clock_steps_back started);
+	my $sql = 'SELECT ' . join(', ', @cols) . ' FROM flakeid_status()';
+	my $line =
+	  $via->isa('PostgreSQL::Test::Cluster')
+	  ? $via->safe_psql('postgres', $sql)
+	  : $via->query_safe($sql);
+	my %status;
+	@status{@cols} = split /\|/, $line, -1;
+	return \%status;
+}
+
+# CRC-32C (Castagnoli), as PostgreSQL's pg_crc32c computes it.
+sub crc32c
+{
+	my ($data) = @_;
+	my $crc = 0xFFFFFFFF;
+
+	foreach my $byte (unpack 'C*', $data)
+	{
+		$crc ^= $byte;
+		$crc = ($crc & 1) ? (($crc >> 1) ^ 0x82F63B78) : ($crc >> 1)
+		  for 1 .. 8;
+	}
+	return $crc ^ 0xFFFFFFFF;
+}
+
+# Read the time lease file flakeid.state of a node from outside the
+# server: two 512-byte copies of a record, the valid one with the higher
+# serial wins.  Returns a hash (serial, lease_end in ms since the epoch,
+# epoch_ms, node_bits, node_id, valid_copies) or undef when no copy is valid.
+sub read_lease_file
+{
+	my ($node) = @_;
+	my $path = $node->data_dir . '/flakeid.state';
+	my $best;
+	my $valid = 0;
+
+	open my $fh, '<:raw', $path or return undef;
+	local $/;
+	my $data = <$fh>;
+	close $fh;
+
+	foreach my $copy (0, 1)
+	{
+		next if length($data) < ($copy + 1) * 512;
+		my $rec = substr($data, $copy * 512, 48);
+		my ($magic, $version, $serial, $epoch_ms, $node_bits, $node_id,
+			$lease_end, $crc)
+		  = unpack 'L< L< Q< q< l< l< q< L<', $rec;
+		next unless $magic == 0x464c4b31 && $version == 1;
+		next unless $crc == crc32c(substr($rec, 0, 40));
+		$valid++;
+		$best = {
+			serial    => $serial,
+			epoch_ms  => $epoch_ms,
+			node_bits => $node_bits,
+			node_id   => $node_id,
+			lease_end => $lease_end
+		  }
+		  if !defined $best || $serial > $best->{serial};
+	}
+	$best->{valid_copies} = $valid if $best;
+	return $best;
+}
+
+# SQL for the generator's tick of an ID column or expression (default
+# layout): milliseconds and sequence without the node bits.  Consecutive IDs
+# of one node have consecutive ticks.
+sub tick_sql
+{
+	my ($expr) = @_;
+	return "(((($expr)::bigint >> 22) << "
+	  . SEQ_BITS
+	  . ") | (($expr)::bigint & "
+	  . ((1 << SEQ_BITS) - 1) . "))";
+}
+
+# Assert that a query's column id holds no duplicate; returns the count.
+sub ids_unique
+{
+	my ($node, $query, $test_name) = @_;
+	my ($total, $distinct) = split /\|/,
+	  $node->safe_psql('postgres',
+		"SELECT count(*), count(DISTINCT id) FROM ($query) AS ids");
+	is($total - $distinct, 0, "$test_name: no duplicate among $total IDs");
+	return $total;
+}
+
+1;

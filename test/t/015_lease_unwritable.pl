@@ -1,0 +1,205 @@
+# The time lease file becomes read-only while IDs are being generated:
+# generation stops with a clear error once the last lease written to disk
+# runs out, and never issues an ID at or past it; with the file writable
+# again generation resumes; after restarts, clean or crash, and a restart
+# with the file still read-only, no ID is ever <= one issued before.  A
+# lease worker told to stop comes back.
+
+use strict;
+use warnings;
+
+use FlakeFault;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+
+plan skip_all => 'file permissions do not bind the superuser root' if $> == 0;
+
+my $node = fault_node('lease', node_id => 15);
+$node->start;
+$node->safe_psql(
+	'postgres', q{
+CREATE EXTENSION flakeid;
+CREATE TABLE ids (id flakeid NOT NULL, phase int NOT NULL);
+});
+my $state_file = $node->data_dir . '/flakeid.state';
+my $epoch_ms = 1577836800000;
+
+# Insert 1000 IDs tagged with $phase; returns (ok, SQLSTATE, error text).
+sub generate
+{
+	my ($phase) = @_;
+	my ($ret, $out, $err, $state) = psql_state($node,
+		"INSERT INTO ids SELECT nextflake(), $phase FROM generate_series(1, 1000)");
+	return ($ret == 0, $state, $err);
+}
+
+# The lease end in use, in ms since the flakeid epoch.
+sub lease_in_memory
+{
+	return $node->safe_psql('postgres',
+		"SELECT (extract(epoch FROM lease_end) * 1000)::bigint - $epoch_ms FROM flakeid_status()"
+	);
+}
+
+# Phase 1: generation with a writable file.
+my ($ok) = generate(1);
+ok($ok, 'IDs are generated');
+my $lease = read_lease_file($node);
+ok($lease, 'the lease file holds a valid record');
+is($lease->{node_bits} . ' ' . $lease->{epoch_ms},
+	"10 $epoch_ms", 'the lease file records the layout');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM ids WHERE (id::bigint >> 22) >= ' . $lease->{lease_end}),
+	0, 'every ID issued is below the lease on disk');
+ok(lease_in_memory() <= read_lease_file($node)->{lease_end},
+	'the lease in use never reaches past the lease on disk');
+
+# Phase 2: the file turns read-only while a session generates, committing
+# every 1000 IDs, until an error stops it (or 20000 batches).
+$node->safe_psql(
+	'postgres', q{
+CREATE PROCEDURE generate_until_error(ph int, batches int)
+LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 1 .. batches LOOP
+		INSERT INTO ids SELECT nextflake(), ph FROM generate_series(1, 1000);
+		COMMIT;
+	END LOOP;
+END $$;
+});
+my $session = $node->background_psql(
+	'postgres',
+	on_error_stop => 0,
+	timeout       => 180);
+$session->query_safe('\set VERBOSITY verbose');
+$session->query_until(qr/generating/,
+	"\\echo generating\nCALL generate_until_error(2, 20000);\n");
+ok( wait_until(
+		sub {
+			$node->safe_psql('postgres',
+				'SELECT count(*) FROM ids WHERE phase = 2') > 0;
+		},
+		30),
+	'a session is generating');
+chmod 0444, $state_file or die "chmod $state_file: $!";
+$session->query('SELECT 1');
+my $err = $session->{stderr};
+my $state = sqlstate_of($err);
+$session->quit;
+my $batches = $node->safe_psql('postgres', 'SELECT count(*) / 1000 FROM ids WHERE phase = 2');
+ok($batches < 20000, "generation stopped with an error (after $batches batches)");
+is($state, '42501', 'with SQLSTATE 42501');
+like(
+	$err,
+	qr/could not renew the flakeid time lease in file "flakeid\.state": Permission denied/,
+	'the error names the file and the cause');
+like($err, qr/HINT:  Make the file writable/, 'the hint says what to do');
+is($node->safe_psql('postgres', 'SELECT state FROM flakeid_status()'),
+	'lease failing', 'flakeid_status() reports the failing lease');
+
+# The lease on disk cannot change any more: nothing was issued at or past
+# it, not even while calls keep coming as the clock passes it.
+my $durable = read_lease_file($node)->{lease_end};
+my $refused = 0;
+foreach my $i (1 .. 20)
+{
+	($ok, $state) = generate(2);
+	$refused++ if !$ok && $state eq '42501';
+	usleep(100_000);
+}
+is($refused, 20, 'every call in the next 2 s fails the same way');
+is(read_lease_file($node)->{lease_end}, $durable, 'the lease on disk did not move');
+is(lease_in_memory(), $durable, 'the lease in use is the last one written');
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FROM ids WHERE (id::bigint >> 22) >= $durable"),
+	0,
+	'no ID was stored at or past the last durable lease');
+ok( $node->safe_psql('postgres',
+		'SELECT (last_id::bigint >> 22) FROM flakeid_status()') < $durable,
+	'the last ID issued, stored or not, is below the last durable lease');
+my $max_before = $node->safe_psql('postgres', 'SELECT max(id)::bigint FROM ids');
+ok($node->log_contains(qr/could not renew the flakeid time lease/),
+	'the server log tells');
+
+# Phase 3: the file is writable again.
+chmod 0600, $state_file or die "chmod $state_file: $!";
+ok(wait_until(sub { (generate(3))[0] }, 20, 0.1), 'generation resumes');
+is($node->safe_psql('postgres', 'SELECT state FROM flakeid_status()'),
+	'ready', 'flakeid_status() reports ready');
+ok(read_lease_file($node)->{lease_end} > $durable, 'the lease on disk moved on');
+generate(3) foreach 1 .. 5;
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FROM ids WHERE phase = 3 AND id <= $max_before"),
+	0,
+	'the IDs after the outage are above those before');
+ok(wait_until(sub { $node->log_contains(qr/flakeid time lease renewed/) }, 5),
+	'the server log tells of the recovery');
+
+# Phase 4: a clean restart, then a crash restart.
+$max_before = $node->safe_psql('postgres', 'SELECT max(id)::bigint FROM ids');
+$node->restart;
+($ok, $state, $err) = generate(4);
+ok($ok, 'generation works after a clean restart') or diag($err);
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FROM ids WHERE phase = 4 AND id <= $max_before"),
+	0,
+	'after a clean restart every ID is above everything before');
+
+generate(4);
+$max_before = $node->safe_psql('postgres',
+	'SELECT greatest(max(id)::bigint, (SELECT last_id::bigint FROM flakeid_status())) FROM ids');
+crash_node($node);
+$node->start;
+($ok, $state, $err) = generate(5);
+ok($ok, 'generation works after a crash restart') or diag($err);
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FROM ids WHERE phase = 5 AND id <= $max_before"),
+	0,
+	'after a crash restart every ID is above everything before');
+
+# Phase 5: a restart with the file read-only issues nothing, until it is
+# writable again.
+$max_before = $node->safe_psql('postgres',
+	'SELECT greatest(max(id)::bigint, (SELECT last_id::bigint FROM flakeid_status())) FROM ids');
+$node->stop;
+chmod 0444, $state_file or die "chmod $state_file: $!";
+$node->start;
+$refused = 0;
+foreach my $i (1 .. 10)
+{
+	($ok, $state) = generate(6);
+	$refused++ if !$ok && $state eq '42501';
+	usleep(100_000);
+}
+is($refused, 10, 'after a restart with a read-only file every call fails');
+chmod 0600, $state_file or die "chmod $state_file: $!";
+ok(wait_until(sub { (generate(6))[0] }, 20, 0.1), 'and generation resumes once it is writable');
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FROM ids WHERE phase = 6 AND id <= $max_before"),
+	0,
+	'above everything before');
+
+# Phase 6: the lease worker is told to stop (SIGTERM, as by an operator's
+# kill).  It must come back, as it does after a crash, and generation go on.
+my ($worker) = server_processes($node, qr/flakeid lease worker/);
+ok($worker, 'the lease worker runs');
+kill 'TERM', $worker;
+my $back = wait_until(
+	sub {
+		my @now = server_processes($node, qr/flakeid lease worker/);
+		return @now && $now[0] != $worker;
+	},
+	10);
+ok($back, 'after SIGTERM a new lease worker starts');
+if ($back)
+{
+	my @gen = generate(7);
+	ok($gen[0], 'and generation goes on') or diag($gen[2]);
+}
+
+my $total = ids_unique($node, 'SELECT id FROM ids', 'the whole test');
+ok($total >= 10000, "$total IDs inserted");
+
+$node->stop;
+done_testing();

@@ -66,8 +66,14 @@ CREATE TABLE ix_ranged (id flakeid) PARTITION BY RANGE (id);
 CREATE TABLE ix_ranged_jan PARTITION OF ix_ranged
 	FOR VALUES FROM (flakeid_from_timestamp('2024-01-01 00:00:00+00'))
 	TO (flakeid_from_timestamp('2024-02-01 00:00:00+00'));
+CREATE TABLE ix_ranged_feb PARTITION OF ix_ranged
+	FOR VALUES FROM (flakeid_from_timestamp('2024-02-01 00:00:00+00'))
+	TO (flakeid_from_timestamp('2024-03-01 00:00:00+00'));
 INSERT INTO ix_ranged SELECT id FROM ix;
 INSERT INTO ix_ranged VALUES (flakeid_from_timestamp('2024-03-01 00:00:00+00'));
+-- a time condition on the key prunes partitions
+EXPLAIN (COSTS OFF) SELECT count(*) FROM ix_ranged
+WHERE id >= flakeid_from_timestamp('2024-02-10 00:00:00+00');
 DROP TABLE ix_ranged;
 
 -- BRIN minmax

@@ -15,6 +15,9 @@
 
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"
+#endif
 
 PG_FUNCTION_INFO_V1(flakeid_format);
 PG_FUNCTION_INFO_V1(flakeid_parse);

@@ -24,6 +24,9 @@
 #include "storage/ipc.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
+#if PG_VERSION_NUM >= 170000
+#include "storage/dsm_registry.h"
+#endif
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
@@ -35,7 +38,16 @@ PG_FUNCTION_INFO_V1(nextflake);
 PG_FUNCTION_INFO_V1(nextflakes);
 PG_FUNCTION_INFO_V1(flakeid_status);
 
+#if PG_VERSION_NUM >= 170000
+#define FlakeMyProcNumber() MyProcNumber
+#else
+#define FlakeMyProcNumber() (MyProc->pgprocno)
+#endif
+
 FlakeShared *flake_shared = NULL;
+
+/* Whether this library was preloaded; else the state is in a DSM segment. */
+bool		flake_preloaded = false;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -64,7 +76,33 @@ FlakeShmemRequest(void)
 	RequestAddinShmemSpace(FlakeShmemSize());
 }
 
-/* Set up the shared state and read the state file (in the postmaster). */
+/* Initialise the shared state and read the state file. */
+static void
+FlakeInitShared(void *ptr)
+{
+	FlakeShared *s = (FlakeShared *) ptr;
+
+	memset(s, 0, FlakeShmemSize());
+	pg_atomic_init_u64(&s->last, 0);
+	pg_atomic_init_u64(&s->lease_end, 0);
+	pg_atomic_init_u32(&s->state, FLAKE_READY);
+	pg_atomic_init_u32(&s->renew_asked, 0);
+	pg_atomic_init_u64(&s->lease_wanted, 0);
+	pg_atomic_init_u64(&s->waits, 0);
+	pg_atomic_init_u64(&s->clock_steps_back, 0);
+	pg_atomic_init_u32(&s->worker_launching, 0);
+	ConditionVariableInit(&s->lease_cv);
+	s->worker_latch = NULL;
+	LWLockInitialize(&s->lock, LWLockNewTrancheId());
+	s->layout = flake_layout;
+	s->started = GetCurrentTimestamp();
+	s->nslots = FlakeSlotCount();
+	for (int i = 0; i < s->nslots; i++)
+		pg_atomic_init_u64(&s->slots[i].issued, 0);
+	FlakeStateLoad(s);
+}
+
+/* Set up the shared state in the postmaster, when preloaded. */
 static void
 FlakeShmemStartup(void)
 {
@@ -77,33 +115,38 @@ FlakeShmemStartup(void)
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	s = ShmemInitStruct("flakeid", FlakeShmemSize(), &found);
 	if (!found)
-	{
-		memset(s, 0, FlakeShmemSize());
-		pg_atomic_init_u64(&s->last, 0);
-		pg_atomic_init_u64(&s->lease_end, 0);
-		pg_atomic_init_u32(&s->state, FLAKE_READY);
-		pg_atomic_init_u32(&s->renew_asked, 0);
-		pg_atomic_init_u64(&s->lease_wanted, 0);
-		pg_atomic_init_u64(&s->waits, 0);
-		pg_atomic_init_u64(&s->clock_steps_back, 0);
-		ConditionVariableInit(&s->lease_cv);
-		s->worker_latch = NULL;
-		LWLockInitialize(&s->lock, LWLockNewTrancheId());
-		s->layout = flake_layout;
-		s->started = GetCurrentTimestamp();
-		s->nslots = FlakeSlotCount();
-		for (int i = 0; i < s->nslots; i++)
-			pg_atomic_init_u64(&s->slots[i].issued, 0);
-		FlakeStateLoad(s);
-	}
+		FlakeInitShared(s);
 	flake_shared = s;
 	LWLockRelease(AddinShmemInitLock);
 	LWLockRegisterTranche(s->lock.tranche, "flakeid");
 }
 
+/*
+ * The shared state.  When the library was preloaded it is in the main shared
+ * memory; without preloading, PostgreSQL 17 and later keep it in a segment
+ * of the dynamic shared memory registry, and older versions have none.
+ */
+FlakeShared *
+FlakeGetShared(void)
+{
+#if PG_VERSION_NUM >= 170000
+	if (unlikely(flake_shared == NULL))
+	{
+		bool		found;
+		FlakeShared *s;
+
+		s = GetNamedDSMSegment("flakeid", FlakeShmemSize(), FlakeInitShared, &found);
+		LWLockRegisterTranche(s->lock.tranche, "flakeid");
+		flake_shared = s;
+	}
+#endif
+	return flake_shared;
+}
+
 void
 FlakeInstallShmemHooks(void)
 {
+	flake_preloaded = true;
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = FlakeShmemRequest;
 	prev_shmem_startup_hook = shmem_startup_hook;
@@ -138,14 +181,19 @@ FlakeClockMs(void)
 void
 FlakeWakeWorker(FlakeShared *s)
 {
-	Latch	   *latch;
+	Latch	   *latch = s->worker_latch;
 
+	if (latch == NULL)
+	{
+		/* a preloaded server starts its worker itself */
+		if (!flake_preloaded)
+			FlakeLaunchWorker(s);
+		return;
+	}
 	if (pg_atomic_read_u32(&s->renew_asked) != 0 ||
 		pg_atomic_exchange_u32(&s->renew_asked, 1) != 0)
 		return;
-	latch = s->worker_latch;
-	if (latch != NULL)
-		SetLatch(latch);
+	SetLatch(latch);
 }
 
 /*
@@ -184,6 +232,16 @@ ReportCannotGenerate(void)
 				 errmsg("cannot generate flakeid values during recovery"),
 				 errdetail("A standby shares its primary's node id, so only the primary generates IDs."),
 				 errhint("Call nextflake() on the primary server.")));
+	if (flake_layout.node_bits != s->layout.node_bits ||
+		flake_layout.epoch_ms != s->layout.epoch_ms)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("flakeid layout settings changed while the server was running"),
+				 errdetail("The generator started with flakeid.node_bits = %d and flakeid.epoch = %s.",
+						   s->layout.node_bits,
+						   timestamptz_to_str(FlakeTimestamp(&s->layout, 0))),
+				 errhint("Restore the settings and reload, or restart the server; "
+						 "preloading flakeid fixes the layout for the life of the server.")));
 	if (pg_atomic_read_u32(&s->state) == FLAKE_STATE_UNREADABLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
@@ -358,7 +416,10 @@ FlakeReserve(int64 n, int32 node)
 	uint64		last;
 
 	if (unlikely(s == NULL || RecoveryInProgress() ||
-				 pg_atomic_read_u32(&s->state) != FLAKE_READY))
+				 pg_atomic_read_u32(&s->state) != FLAKE_READY ||
+				 (!flake_preloaded &&
+				  (flake_layout.node_bits != s->layout.node_bits ||
+				   flake_layout.epoch_ms != s->layout.epoch_ms))))
 		ReportCannotGenerate();
 
 	INSTR_TIME_SET_ZERO(start);
@@ -394,10 +455,10 @@ FlakeReserve(int64 n, int32 node)
 static inline void
 FlakeAttach(void)
 {
-	if (unlikely(my_slot == NULL) && flake_shared != NULL)
+	if (unlikely(my_slot == NULL) && FlakeGetShared() != NULL)
 	{
-		Assert(MyProc->pgprocno < flake_shared->nslots);
-		my_slot = &flake_shared->slots[MyProc->pgprocno];
+		Assert(FlakeMyProcNumber() < flake_shared->nslots);
+		my_slot = &flake_shared->slots[FlakeMyProcNumber()];
 	}
 }
 
@@ -463,7 +524,7 @@ nextflakes(PG_FUNCTION_ARGS)
 Datum
 flakeid_status(PG_FUNCTION_ARGS)
 {
-	FlakeShared *s = flake_shared;
+	FlakeShared *s = FlakeGetShared();
 	TupleDesc	tupdesc;
 	Datum		values[12];
 	bool		nulls[12] = {0};

@@ -218,7 +218,8 @@ FlakeLeaseRenew(FlakeShared *s, uint64 *renewed_last)
 		return;
 
 	LWLockAcquire(&s->lock, LW_EXCLUSIVE);
-	FlakeLogLease(&s->layout, new_end);
+	if (flake_preloaded)
+		FlakeLogLease(&s->layout, new_end);
 	ok = FlakeStateWrite(s, &s->layout, new_end);
 	if (ok)
 		pg_atomic_write_u64(&s->lease_end, (uint64) new_end);
@@ -248,13 +249,14 @@ FlakeWorkerExit(int code, Datum arg)
 	(void) code;
 	(void) arg;
 	flake_shared->worker_latch = NULL;
+	pg_atomic_write_u32(&flake_shared->worker_launching, 0);
 }
 
 /* The lease worker: renews the lease and watches the clock. */
 void
 flakeid_lease_worker_main(Datum main_arg)
 {
-	FlakeShared *s = flake_shared;
+	FlakeShared *s;
 	uint64		renewed_last = 0;
 	int64		prev_clock;
 
@@ -263,6 +265,7 @@ flakeid_lease_worker_main(Datum main_arg)
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	BackgroundWorkerUnblockSignals();
 
+	s = FlakeGetShared();
 	s->worker_latch = MyLatch;
 	before_shmem_exit(FlakeWorkerExit, 0);
 	prev_clock = FlakeClockMs();
@@ -296,20 +299,42 @@ flakeid_lease_worker_main(Datum main_arg)
 	proc_exit(1);
 }
 
+static void
+FillLeaseWorker(BackgroundWorker *worker)
+{
+	memset(worker, 0, sizeof(*worker));
+	worker->bgw_flags = BGWORKER_SHMEM_ACCESS;
+	worker->bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker->bgw_restart_time = 1;
+	snprintf(worker->bgw_library_name, BGW_MAXLEN, "flakeid");
+	snprintf(worker->bgw_function_name, BGW_MAXLEN, "flakeid_lease_worker_main");
+	snprintf(worker->bgw_name, BGW_MAXLEN, "flakeid lease worker");
+	snprintf(worker->bgw_type, BGW_MAXLEN, "flakeid lease worker");
+}
+
+/* Start the lease worker with the server (preloaded). */
 void
 FlakeRegisterLeaseWorker(void)
 {
 	BackgroundWorker worker;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = 1;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "flakeid");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "flakeid_lease_worker_main");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "flakeid lease worker");
-	snprintf(worker.bgw_type, BGW_MAXLEN, "flakeid lease worker");
+	FillLeaseWorker(&worker);
 	RegisterBackgroundWorker(&worker);
+}
+
+/* Start the lease worker from a backend (not preloaded), once. */
+void
+FlakeLaunchWorker(FlakeShared *s)
+{
+	BackgroundWorker worker;
+
+	if (pg_atomic_read_u32(&s->worker_launching) != 0 ||
+		pg_atomic_exchange_u32(&s->worker_launching, 1) != 0)
+		return;
+	FillLeaseWorker(&worker);
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	if (!RegisterDynamicBackgroundWorker(&worker, NULL))
+		pg_atomic_write_u32(&s->worker_launching, 0);
 }
 
 /*
@@ -359,7 +384,7 @@ FlakeLeaseRedo(const FlakeLayout *layout, int64 lease_end)
 Datum
 flakeid_accept_layout(PG_FUNCTION_ARGS)
 {
-	FlakeShared *s = flake_shared;
+	FlakeShared *s = FlakeGetShared();
 	int64		floor_ms;
 
 	if (!superuser())
@@ -397,7 +422,8 @@ flakeid_accept_layout(PG_FUNCTION_ARGS)
 				 errhint("Keep the old flakeid.epoch or choose an earlier one; a later epoch can be accepted "
 						 "only once the clock reaches that time.")));
 	}
-	FlakeLogLease(&s->layout, floor_ms);
+	if (flake_preloaded)
+		FlakeLogLease(&s->layout, floor_ms);
 	if (!FlakeStateWrite(s, &s->layout, floor_ms))
 	{
 		int			save_errno = errno;

@@ -58,6 +58,7 @@ typedef struct FlakeShared
 	pg_atomic_uint64 clock_steps_back;	/* backward steps seen */
 	ConditionVariable lease_cv; /* broadcast after each renewal */
 	Latch	   *worker_latch;	/* the lease worker's, or NULL */
+	pg_atomic_uint32 worker_launching;	/* a backend started the worker */
 
 	/* Protected by lock, which also serialises writes of the file. */
 	LWLock		lock;
@@ -74,8 +75,10 @@ typedef struct FlakeShared
 } FlakeShared;
 
 extern FlakeShared *flake_shared;
+extern bool flake_preloaded;
 
 /* generator.c */
+extern FlakeShared *FlakeGetShared(void);
 extern int64 FlakeClockMs(void);
 extern void FlakeWakeWorker(FlakeShared *s);
 extern void FlakeSetFloor(FlakeShared *s, int64 floor_ms);
@@ -83,6 +86,7 @@ extern void FlakeSetFloor(FlakeShared *s, int64 floor_ms);
 /* lease.c */
 extern void FlakeStateLoad(FlakeShared *s);
 extern void FlakeLeaseRedo(const FlakeLayout *layout, int64 lease_end);
+extern void FlakeLaunchWorker(FlakeShared *s);
 
 /* wal.c */
 extern void FlakeLogLease(const FlakeLayout *layout, int64 lease_end);

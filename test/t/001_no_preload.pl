@@ -1,6 +1,8 @@
 # flakeid without shared_preload_libraries: the type and the decode functions
-# work, using the layout from postgresql.conf; generation refuses with
-# SQLSTATE 55000 and a hint, never a fallback.
+# work, using the layout from postgresql.conf.  Generation refuses with
+# SQLSTATE 55000 and a hint, never a fallback, before PostgreSQL 17; from 17
+# on it works through the DSM registry, with the lease file as when
+# preloaded.
 
 use strict;
 use warnings;
@@ -64,29 +66,61 @@ is( $node->safe_psql(
 is($node->safe_psql('postgres', 'SELECT flakeid_node(0); SHOW flakeid.node_bits'),
 	"0\n12", 'SHOW flakeid.node_bits works');
 
-# generation needs the preloaded library
-foreach my $sql ('SELECT nextflake()', 'SELECT * FROM nextflakes(3)',
-	'SELECT * FROM flakeid_status()')
+my $version = $node->safe_psql('postgres', 'SHOW server_version_num');
+if ($version >= 170000)
 {
-	my $err = fails_with($node, $sql, '55000', $sql);
-	like($err, qr/HINT:  .*shared_preload_libraries/,
-		"$sql: hint names shared_preload_libraries");
+	# PostgreSQL 17 and later: the generator lives in the DSM registry
+	is( $node->safe_psql(
+			'postgres', q{
+		CREATE TABLE burst AS
+			SELECT g, nextflake() AS id FROM generate_series(1, 20000) g;
+		SELECT count(DISTINCT id) = 20000
+			AND bool_and(flakeid_node(id) = 9)
+			AND bool_and(flakeid_timestamp(id) > now() - interval '1 minute')
+		FROM burst;
+		SELECT bool_and(id > prev) FROM
+			(SELECT id, lag(id) OVER (ORDER BY g) AS prev FROM burst) s
+		WHERE prev IS NOT NULL;
+		SELECT state FROM flakeid_status()}),
+		"t\nt\nready",
+		'without preloading, nextflake() generates through the DSM registry');
+	my $max = $node->safe_psql('postgres', 'SELECT max(id) FROM burst');
+	$node->safe_psql('postgres', 'INSERT INTO burst SELECT 0, id FROM nextflakes(1000) id');
+	ok(-s $node->data_dir . '/flakeid.state', 'the lease file is written');
+	$node->restart;
+	is( $node->safe_psql('postgres',
+			"SELECT min(id) > (SELECT max(id) FROM burst) FROM (SELECT nextflake() AS id FROM generate_series(1, 1000)) s"),
+		't', 'after a restart, IDs continue above every earlier one');
+	is($node->safe_psql('postgres',
+			q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'flakeid lease worker'}),
+		'1', 'the lease worker was started on demand');
 }
-fails_with($node, 'SELECT flakeid_accept_layout()', '55000',
-	'flakeid_accept_layout()');
+else
+{
+	# generation needs the preloaded library
+	foreach my $sql ('SELECT nextflake()', 'SELECT * FROM nextflakes(3)',
+		'SELECT * FROM flakeid_status()')
+	{
+		my $err = fails_with($node, $sql, '55000', $sql);
+		like($err, qr/HINT:  .*shared_preload_libraries/,
+			"$sql: hint names shared_preload_libraries");
+	}
+	fails_with($node, 'SELECT flakeid_accept_layout()', '55000',
+		'flakeid_accept_layout()');
 
-# a DO block sees the same SQLSTATE
-my ($ret, $out, $err) = $node->psql('postgres',
-	q{DO $$ BEGIN PERFORM nextflake(); EXCEPTION WHEN object_not_in_prerequisite_state THEN RAISE NOTICE 'caught %', SQLSTATE; END $$});
-like($err, qr/caught 55000/, 'DO block catches SQLSTATE 55000');
+	# a DO block sees the same SQLSTATE
+	my ($ret, $out, $err) = $node->psql('postgres',
+		q{DO $$ BEGIN PERFORM nextflake(); EXCEPTION WHEN object_not_in_prerequisite_state THEN RAISE NOTICE 'caught %', SQLSTATE; END $$});
+	like($err, qr/caught 55000/, 'DO block catches SQLSTATE 55000');
 
-# a column default that cannot generate fails the insert, never a value
-$node->safe_psql('postgres',
-	'CREATE TABLE t (id flakeid PRIMARY KEY DEFAULT nextflake(), v int)');
-fails_with($node, 'INSERT INTO t (v) VALUES (1)', '55000',
-	'insert with DEFAULT nextflake()');
-is($node->safe_psql('postgres', 'SELECT count(*) FROM t'),
-	'0', 'no row was inserted');
+	# a column default that cannot generate fails the insert, never a value
+	$node->safe_psql('postgres',
+		'CREATE TABLE t (id flakeid PRIMARY KEY DEFAULT nextflake(), v int)');
+	fails_with($node, 'INSERT INTO t (v) VALUES (1)', '55000',
+		'insert with DEFAULT nextflake()');
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM t'),
+		'0', 'no row was inserted');
+}
 
 # no session sets the node id or the layout, once the library is loaded
 fails_with($node, q{SELECT flakeid_node(0); SET flakeid.node_id = 7},

@@ -55,6 +55,21 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 /* This process's counter of issued IDs. */
 static FlakeSlot *my_slot = NULL;
 
+/*
+ * This process has seen the generator ready and recovery over; neither can
+ * go back without a restart, so the check is made once.
+ */
+static bool my_ready = false;
+
+/*
+ * How far the precise clock may be ahead of the coarse one, which the
+ * kernel updates once a tick: a few ticks, to be safe.  Set on first use.
+ */
+static int64 coarse_slack_ms = -1;
+
+/* Whether this process's last call found the IDs ahead of the clock. */
+static bool ids_ahead = false;
+
 static int
 FlakeSlotCount(void)
 {
@@ -167,14 +182,44 @@ FlakeSetFloor(FlakeShared *s, int64 floor_ms)
 }
 
 /* Milliseconds since the flakeid epoch, by the system clock. */
-int64
-FlakeClockMs(void)
+static inline int64
+ClockMs(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64) ts.tv_sec * 1000 + ts.tv_nsec / 1000000 -
 		flake_layout.epoch_ms;
+}
+
+/* The same, for the other files. */
+int64
+FlakeClockMs(void)
+{
+	return ClockMs();
+}
+
+/* The coarse clock: cheaper, and behind the precise one by < slack. */
+static inline int64
+CoarseClockMs(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+	return (int64) ts.tv_sec * 1000 + ts.tv_nsec / 1000000 -
+		flake_layout.epoch_ms;
+}
+
+static void
+SetCoarseSlack(void)
+{
+	struct timespec res;
+
+	if (clock_getres(CLOCK_REALTIME_COARSE, &res) != 0)
+		coarse_slack_ms = PG_INT64_MAX / 4; /* never trust it */
+	else
+		coarse_slack_ms = 4 * ((int64) res.tv_sec * 1000 +
+							   res.tv_nsec / 1000000 + 1);
 }
 
 /* Ask the lease worker to renew the lease now. */
@@ -362,7 +407,7 @@ FlakeAwaitLease(FlakeShared *s, int64 end_ms)
  * now.  Fail, or wait for the clock or the lease; the caller then retries.
  * waited_ms counts this call's waits for a clock that was set back.
  */
-static void
+static pg_noinline void
 FlakeSlowPath(FlakeShared *s, int64 last, int64 n, int64 end_ms, int64 now,
 			  instr_time *start)
 {
@@ -415,23 +460,63 @@ FlakeReserve(int64 n, int32 node)
 	instr_time	start;
 	uint64		last;
 
-	if (unlikely(s == NULL || RecoveryInProgress() ||
-				 pg_atomic_read_u32(&s->state) != FLAKE_READY ||
-				 (!flake_preloaded &&
-				  (flake_layout.node_bits != s->layout.node_bits ||
-				   flake_layout.epoch_ms != s->layout.epoch_ms))))
+	if (unlikely(!my_ready))
+	{
+		if (s == NULL || RecoveryInProgress() ||
+			pg_atomic_read_u32(&s->state) != FLAKE_READY)
+			ReportCannotGenerate();
+		SetCoarseSlack();
+		my_ready = true;
+	}
+	/* without preloading, a reload may change the layout settings */
+	if (unlikely(!flake_preloaded &&
+				 (flake_layout.node_bits != s->layout.node_bits ||
+				  flake_layout.epoch_ms != s->layout.epoch_ms)))
 		ReportCannotGenerate();
 
 	INSTR_TIME_SET_ZERO(start);
 	last = pg_atomic_read_u64(&s->last);
 	for (;;)
 	{
-		int64		now = FlakeClockMs();
-		int64		first = NextTick(layout, (int64) last, node, now);
-		int64		end = first + n - 1;
-		int64		end_ms = FlakeTickMs(layout, end);
-		int64		lease_end = (int64) pg_atomic_read_u64(&s->lease_end);
+		int64		now;
+		int64		first,
+					end,
+					end_ms,
+					lease_end;
 
+		/*
+		 * When the last ID is ahead of even the precise clock, the clock
+		 * cannot move the next one, and the coarse clock, cheaper to read,
+		 * tells that.  Whether to try it is guessed from the last call.
+		 */
+		if (ids_ahead)
+		{
+			now = CoarseClockMs();
+			if (FlakeMs((int64) last) < now + coarse_slack_ms)
+			{
+				now = ClockMs();
+				ids_ahead = false;
+			}
+		}
+		else
+		{
+			now = ClockMs();
+			ids_ahead = FlakeMs((int64) last) >= now + coarse_slack_ms;
+		}
+		first = NextTick(layout, (int64) last, node, now);
+		end = first + n - 1;
+		end_ms = FlakeTickMs(layout, end);
+		lease_end = (int64) pg_atomic_read_u64(&s->lease_end);
+
+		if (unlikely(now < 0 || end_ms - now > flake_max_lead_ms ||
+					 end_ms >= lease_end))
+		{
+			/* decide on the precise clock */
+			now = ClockMs();
+			first = NextTick(layout, (int64) last, node, now);
+			end = first + n - 1;
+			end_ms = FlakeTickMs(layout, end);
+		}
 		if (unlikely(now < 0 || end_ms - now > flake_max_lead_ms ||
 					 end_ms >= lease_end))
 		{

@@ -21,6 +21,16 @@
 
 #include "flakeid.h"
 
+/*
+ * PostgreSQL 16 keeps GUC data in a memory context and frees a check
+ * hook's extra with pfree, so it must come from guc_malloc there.
+ */
+#if PG_VERSION_NUM >= 160000
+#define FlakeGucMalloc(size)	guc_malloc(LOG, (size))
+#else
+#define FlakeGucMalloc(size)	malloc(size)
+#endif
+
 /* The current layout, kept in step with the GUCs by their assign hooks. */
 FlakeLayout flake_layout = {INT64CONST(1577836800000), 10};
 
@@ -178,7 +188,7 @@ CheckEpoch(char **newval, void **extra, GucSource source)
 							FLAKE_DEFAULT_EPOCH);
 		return false;
 	}
-	copy = malloc(sizeof(int64));
+	copy = FlakeGucMalloc(sizeof(int64));
 	if (copy == NULL)
 		return false;
 	*copy = ms;

@@ -181,15 +181,22 @@ FlakeSetFloor(FlakeShared *s, int64 floor_ms)
 	pg_atomic_write_u64(&s->lease_end, (uint64) floor_ms);
 }
 
-/* Milliseconds since the flakeid epoch, by the system clock. */
+/* Milliseconds since the flakeid epoch, by one of the system's clocks. */
 static inline int64
-ClockMs(void)
+ReadClockMs(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(clock, &ts);
 	return (int64) ts.tv_sec * 1000 + ts.tv_nsec / 1000000 -
 		flake_layout.epoch_ms;
+}
+
+/* The precise wall clock. */
+static inline int64
+ClockMs(void)
+{
+	return ReadClockMs(CLOCK_REALTIME);
 }
 
 /* The same, for the other files. */
@@ -203,11 +210,7 @@ FlakeClockMs(void)
 static inline int64
 CoarseClockMs(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-	return (int64) ts.tv_sec * 1000 + ts.tv_nsec / 1000000 -
-		flake_layout.epoch_ms;
+	return ReadClockMs(CLOCK_REALTIME_COARSE);
 }
 
 static void

@@ -196,6 +196,22 @@ FlakeStateWrite(FlakeShared *s, const FlakeLayout *layout, int64 lease_end)
 	return true;
 }
 
+/* Write the next record, or release s->lock and fail. */
+static void
+FlakeStateWriteOrFail(FlakeShared *s, const FlakeLayout *layout, int64 lease_end)
+{
+	int			save_errno;
+
+	if (FlakeStateWrite(s, layout, lease_end))
+		return;
+	save_errno = errno;
+	LWLockRelease(&s->lock);
+	errno = save_errno;
+	ereport(ERROR,
+			(errcode_for_file_access(),
+			 errmsg("could not write file \"%s\": %m", FLAKE_STATE_FILE)));
+}
+
 /*
  * Extend the lease when the IDs or the clock come within half a lease of
  * its end, and when a caller asks.  An idle server lets it lapse.
@@ -354,16 +370,7 @@ FlakeLeaseRedo(const FlakeLayout *layout, int64 lease_end)
 		LWLockRelease(&s->lock);
 		return;
 	}
-	if (!FlakeStateWrite(s, layout, lease_end))
-	{
-		int			save_errno = errno;
-
-		LWLockRelease(&s->lock);
-		errno = save_errno;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", FLAKE_STATE_FILE)));
-	}
+	FlakeStateWriteOrFail(s, layout, lease_end);
 	s->recorded = *layout;
 	s->recorded_lease_end = lease_end;
 	if (SameLayout(layout, &s->layout))
@@ -424,16 +431,7 @@ flakeid_accept_layout(PG_FUNCTION_ARGS)
 	}
 	if (flake_preloaded)
 		FlakeLogLease(&s->layout, floor_ms);
-	if (!FlakeStateWrite(s, &s->layout, floor_ms))
-	{
-		int			save_errno = errno;
-
-		LWLockRelease(&s->lock);
-		errno = save_errno;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", FLAKE_STATE_FILE)));
-	}
+	FlakeStateWriteOrFail(s, &s->layout, floor_ms);
 	s->recorded = s->layout;
 	s->recorded_lease_end = floor_ms;
 	FlakeSetFloor(s, floor_ms);

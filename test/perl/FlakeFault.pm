@@ -10,6 +10,7 @@ use warnings;
 
 use Exporter 'import';
 use File::Copy qw(move);
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -19,7 +20,27 @@ our @EXPORT = qw(
   faketime_library fault_node start_faked set_clock server_clock_offset
   wait_clock_offset crash_node psql_state sqlstate_of status_of
   read_lease_file ids_unique wait_until tick_sql server_processes
+  start_pgbench
 );
+
+# Start pgbench in the background on a script of one SQL line; returns the
+# IPC::Run handle and references to its standard output and error.
+sub start_pgbench
+{
+	my ($node, $name, $sql, $timeout, @options) = @_;
+	my $script = $node->basedir . "/$name.sql";
+	my ($out, $err) = ('', '');
+
+	PostgreSQL::Test::Utils::append_to_file($script, "$sql\n");
+	my $handle = IPC::Run::start(
+		[
+			'pgbench', '-n', @options, '-f', $script,
+			'-h', $node->host, '-p', $node->port, 'postgres'
+		],
+		'>', \$out, '2>', \$err,
+		IPC::Run::timeout($timeout));
+	return ($handle, \$out, \$err);
+}
 
 # The default layout: 12 sequence bits, 10 node bits.
 use constant SEQ_BITS => 12;

@@ -33,16 +33,9 @@ ok(abs($offset) < 0.1, 'the server starts with the real clock')
   or diag("offset $offset s");
 
 # Two sessions insert one row per transaction for 20 s.
-my $script = $node->basedir . '/insert.sql';
-append_to_file($script, "INSERT INTO t (sess) VALUES (:client_id);\n");
-my ($bench_out, $bench_err) = ('', '');
-my $bench = IPC::Run::start(
-	[
-		'pgbench', '-n', '-c', '2', '-j', '2', '-T', '20', '-f', $script,
-		'-h', $node->host, '-p', $node->port, 'postgres'
-	],
-	'>', \$bench_out, '2>', \$bench_err,
-	IPC::Run::timeout(180));
+my ($bench, $out, $err) = start_pgbench($node, 'insert',
+	'INSERT INTO t (sess) VALUES (:client_id);', 180,
+	'-c', '2', '-j', '2', '-T', '20');
 
 # Rows committed by each session since ord $from.
 sub rows_since
@@ -103,7 +96,7 @@ my $st2 = status_of($mon);
 ok($st2->{clock_steps_back} > $st1->{clock_steps_back},
 	'the lease worker saw the clock step back by 10 s');
 my @clock_errors =
-  $bench_err =~ /system clock is \d+ ms behind the last flakeid issued/g;
+  $$err =~ /system clock is \d+ ms behind the last flakeid issued/g;
 my $waits = $st2->{waits} - $st1->{waits};
 ok($waits > 0 || @clock_errors,
 	'after the 10 s step callers waited or failed with the clock error');
@@ -111,15 +104,15 @@ note "after the 10 s step: $waits waits, " . scalar(@clock_errors) . " clock err
 if (@clock_errors)
 {
 	# a failing client stops; the other errors must be the clock error
-	my @errors = $bench_err =~ /ERROR:  (.*)/g;
+	my @errors = $$err =~ /ERROR:  (.*)/g;
 	is(scalar(grep { !/system clock is \d+ ms behind/ } @errors),
 		0, 'pgbench saw no error but the clock error')
-	  or diag($bench_err);
+	  or diag($$err);
 }
 else
 {
 	ok($inserting, 'both sessions go on inserting after the 10 s step');
-	ok($bench_ok, 'pgbench ran without error') or diag($bench_err);
+	ok($bench_ok, 'pgbench ran without error') or diag($$err);
 }
 
 # Properties of every ID inserted.

@@ -44,17 +44,9 @@ like(
 	'nextflake() is evaluated in the parallel scan, below the Gather');
 
 # Four sessions, 2500 transactions each of 100 rows.
-my $script = $node->basedir . '/insert100.sql';
-append_to_file($script,
-	"INSERT INTO t (sess) SELECT :client_id FROM generate_series(1, 100);\n");
-my ($bench_out, $bench_err) = ('', '');
-my $bench = IPC::Run::start(
-	[
-		'pgbench', '-n', '-c', '4', '-j', '2', '-t', '2500', '-f', $script,
-		'-h', $node->host, '-p', $node->port, 'postgres'
-	],
-	'>', \$bench_out, '2>', \$bench_err,
-	IPC::Run::timeout(600));
+my ($bench, $out, $err) = start_pgbench($node, 'insert100',
+	'INSERT INTO t (sess) SELECT :client_id FROM generate_series(1, 100);', 600,
+	'-c', '4', '-j', '2', '-t', '2500');
 
 ok( wait_until(
 		sub { $node->safe_psql('postgres', 'SELECT count(*) FROM t') > 0 },
@@ -78,8 +70,8 @@ ok($workers_rows > 0,
 	"parallel workers called nextflake() ($workers_rows rows made in workers)");
 
 my $bench_ok = $bench->finish;
-ok($bench_ok, 'pgbench ran without error') or diag($bench_err);
-like($bench_out, qr/number of transactions actually processed: 10000\/10000/,
+ok($bench_ok, 'pgbench ran without error') or diag($$err);
+like($$out, qr/number of transactions actually processed: 10000\/10000/,
 	'pgbench ran all 10000 transactions');
 
 is( $node->safe_psql('postgres',

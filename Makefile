@@ -2,9 +2,9 @@ EXTENSION = flakeid
 EXTVERSION = $(shell sed -n "s/^default_version[[:space:]]*=[[:space:]]*'\([^']*\)'.*/\1/p" flakeid.control)
 
 MODULE_big = flakeid
-OBJS = src/flakeid.o src/guc.o src/type.o src/decode.o src/generator.o src/lease.o \
-	src/format.o src/wal.o
-FLAKE_HEADERS = src/flakeid.h src/state.h
+OBJS = src/flakeid.o src/mode.o src/guc.o src/type.o src/decode.o src/format.o \
+	src/shmem.o src/statefile.o src/generator.o src/worker.o src/lease.o src/wal.o
+FLAKE_HEADERS = $(wildcard src/*.h)
 
 DATA = $(wildcard sql/flakeid--*.sql)
 

@@ -58,6 +58,35 @@ SELECT * FROM nextflakes(NULL);
 -- one call that cannot fit within flakeid.max_lead is refused, not stalled
 SELECT count(*) FROM nextflakes(2147483647);
 
+-- flakeid.max_batch bounds one call of a role without superuser, which
+-- takes from the server's capacity at once; superusers are not bound
+SHOW flakeid.max_batch;
+CREATE ROLE regress_flake_user;
+SET ROLE regress_flake_user;
+SELECT count(*) FROM nextflakes(1000000);
+SELECT count(*) FROM nextflakes(1000001);
+SET flakeid.max_batch = 2000000;
+RESET ROLE;
+SET flakeid.max_batch = 10;
+SELECT count(*) FROM nextflakes(11);
+SET ROLE regress_flake_user;
+SELECT count(*) FROM nextflakes(11);
+SELECT count(*) FROM nextflakes(10);
+RESET ROLE;
+RESET flakeid.max_batch;
+
+-- flakeid_status() is for monitoring roles, not every role
+SET ROLE regress_flake_user;
+SELECT state FROM flakeid_status();
+SELECT count(*) FROM flakeid_state_file();
+RESET ROLE;
+GRANT pg_monitor TO regress_flake_user;
+SET ROLE regress_flake_user;
+SELECT state FROM flakeid_status();
+SELECT count(*) = 2 AS two_copies FROM flakeid_state_file() WHERE valid;
+RESET ROLE;
+DROP ROLE regress_flake_user;
+
 -- flakeid_status() reports this generator
 SELECT state, node_id, node_bits, epoch = '2020-01-01 00:00:00+00' AS default_epoch,
 	last_id >= (SELECT max(id) FROM batch) AS last_id_is_recent,

@@ -1,4 +1,14 @@
--- Updating 1.0 to 1.1 gives exactly what a fresh 1.1 install gives.
+-- Updating 1.0 to 1.1 and on to the default version gives exactly what a
+-- fresh install of the default version gives.
+
+-- An access privilege list, with the bootstrap superuser (whose name
+-- depends on who runs the tests) spelt SUPERUSER.
+CREATE FUNCTION pg_temp.acl(a aclitem[]) RETURNS text
+LANGUAGE sql AS $$
+	SELECT regexp_replace(a::text,
+		'(^|[{,/])' || (SELECT rolname FROM pg_catalog.pg_roles WHERE oid = 10) || '(?=[=,}])',
+		'\1SUPERUSER', 'g')
+$$;
 
 -- One line per property of every object of the extension: members, and
 -- for each kind the properties a script could get wrong.
@@ -31,7 +41,7 @@ LANGUAGE sql AS $$
 		p.oid::regproc, pg_get_function_arguments(p.oid),
 		CASE WHEN p.proretset THEN 'setof ' ELSE '' END, p.prorettype::regtype,
 		p.prokind, l.lanname, p.provolatile, p.proparallel, p.proisstrict, p.proleakproof,
-		p.prosecdef, p.procost, p.prorows, p.prosrc, p.probin, p.proconfig, p.proacl)
+		p.prosecdef, p.procost, p.prorows, p.prosrc, p.probin, p.proconfig, pg_temp.acl(p.proacl))
 	FROM members m
 	JOIN pg_catalog.pg_proc p ON p.oid = m.objid
 	JOIN pg_catalog.pg_language l ON l.oid = p.prolang
@@ -47,7 +57,7 @@ LANGUAGE sql AS $$
 	SELECT format('type: %s; length %s, by value %s, align %s, storage %s, category %s, '
 		'input %s, output %s, receive %s, send %s, array %s, acl %s',
 		t.oid::regtype, t.typlen, t.typbyval, t.typalign, t.typstorage, t.typcategory,
-		t.typinput, t.typoutput, t.typreceive, t.typsend, t.typarray::regtype, t.typacl)
+		t.typinput, t.typoutput, t.typreceive, t.typsend, t.typarray::regtype, pg_temp.acl(t.typacl))
 	FROM members m
 	JOIN pg_catalog.pg_type t ON t.oid = m.objid
 	WHERE m.classid = 'pg_catalog.pg_type'::pg_catalog.regclass
@@ -93,7 +103,7 @@ LANGUAGE sql AS $$
 	WHERE f.oid IN (SELECT oid FROM families)
 	UNION ALL
 	SELECT format('initial privileges: %s %s',
-		pg_describe_object(ip.classoid, ip.objoid, ip.objsubid), ip.initprivs)
+		pg_describe_object(ip.classoid, ip.objoid, ip.objsubid), pg_temp.acl(ip.initprivs))
 	FROM members m
 	JOIN pg_catalog.pg_init_privs ip
 		ON ip.classoid = m.classid AND ip.objoid = m.objid AND ip.objsubid = m.objsubid
@@ -119,7 +129,12 @@ INSERT INTO made_in_1_0 (n) SELECT g FROM generate_series(1, 1000) g;
 
 ALTER EXTENSION flakeid UPDATE TO '1.1';
 SELECT extversion FROM pg_extension WHERE extname = 'flakeid';
+-- 1.1 shows flakeid_status() to every role
+SELECT has_function_privilege('public', 'flakeid_status()', 'execute') AS status_public;
 ALTER EXTENSION flakeid UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'flakeid';
+SELECT has_function_privilege('public', 'flakeid_status()', 'execute') AS status_public,
+	has_function_privilege('pg_monitor', 'flakeid_status()', 'execute') AS status_monitor;
 CREATE TEMP TABLE objects_updated AS SELECT o FROM pg_temp.flakeid_objects() o;
 
 INSERT INTO made_in_1_0 (n) SELECT g FROM generate_series(1001, 2000) g;
@@ -141,7 +156,8 @@ CREATE TEMP TABLE objects_fresh AS SELECT o FROM pg_temp.flakeid_objects() o;
 SELECT split_part(o, ':', 1) AS kind, count(*) > 0 AS described
 FROM objects_fresh GROUP BY 1 ORDER BY 1;
 
--- what the update added to 1.0, and what it changed: only the version
+-- what the updates added to 1.0, and what they changed: the version and
+-- who may call flakeid_status()
 SELECT o AS added FROM objects_updated EXCEPT SELECT o FROM objects_1_0 ORDER BY 1;
 SELECT o AS removed FROM objects_1_0 EXCEPT SELECT o FROM objects_updated ORDER BY 1;
 

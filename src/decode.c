@@ -3,8 +3,9 @@
  * decode.c
  *	  Taking an ID apart, and the smallest ID of a moment.
  *
- * These functions depend only on the layout, so they work without the
- * library being preloaded and on standbys.
+ * These functions depend only on an ID and the server's layout: the one
+ * the generator records (see FlakeDecodeLayout()), or the settings where
+ * there is no generator.  They work without preloading and on standbys.
  *
  *-------------------------------------------------------------------------
  */
@@ -24,40 +25,23 @@ PG_FUNCTION_INFO_V1(flakeid_sequence);
 PG_FUNCTION_INFO_V1(flakeid_decode);
 PG_FUNCTION_INFO_V1(flakeid_from_timestamp);
 
-/* The moment of a millisecond since the flakeid epoch. */
-static TimestampTz
-FlakeMsToTimestamp(int64 ms)
-{
-	return FlakeTimestamp(&flake_layout, ms);
-}
-
-/* The millisecond since the flakeid epoch that holds a moment. */
-static int64
-TimestampToFlakeMs(TimestampTz ts)
-{
-	int64		pg_ms = ts / 1000;
-
-	if (ts < 0 && ts % 1000 != 0)
-		pg_ms--;				/* round towards minus infinity */
-	return pg_ms + FLAKE_UNIX_TO_PG_MS - flake_layout.epoch_ms;
-}
-
 Datum
 flakeid_timestamp(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_TIMESTAMPTZ(FlakeMsToTimestamp(FlakeMs(PG_GETARG_INT64(0))));
+	PG_RETURN_TIMESTAMPTZ(FlakeTimestamp(FlakeDecodeLayout(),
+										 FlakeMs(PG_GETARG_INT64(0))));
 }
 
 Datum
 flakeid_node(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT32(FlakeNode(&flake_layout, PG_GETARG_INT64(0)));
+	PG_RETURN_INT32(FlakeNode(FlakeDecodeLayout(), PG_GETARG_INT64(0)));
 }
 
 Datum
 flakeid_sequence(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT32(FlakeSeq(&flake_layout, PG_GETARG_INT64(0)));
+	PG_RETURN_INT32(FlakeSeq(FlakeDecodeLayout(), PG_GETARG_INT64(0)));
 }
 
 /* All three parts as one row (ts, node, sequence). */
@@ -65,6 +49,7 @@ Datum
 flakeid_decode(PG_FUNCTION_ARGS)
 {
 	int64		id = PG_GETARG_INT64(0);
+	const FlakeLayout *layout = FlakeDecodeLayout();
 	TupleDesc	tupdesc;
 	Datum		values[3];
 	bool		nulls[3] = {false, false, false};
@@ -72,17 +57,17 @@ flakeid_decode(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
-	values[0] = TimestampTzGetDatum(FlakeMsToTimestamp(FlakeMs(id)));
-	values[1] = Int32GetDatum(FlakeNode(&flake_layout, id));
-	values[2] = Int32GetDatum(FlakeSeq(&flake_layout, id));
+	values[0] = TimestampTzGetDatum(FlakeTimestamp(layout, FlakeMs(id)));
+	values[1] = Int32GetDatum(FlakeNode(layout, id));
+	values[2] = Int32GetDatum(FlakeSeq(layout, id));
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
 static void
-ReportTimestampRange(void)
+ReportTimestampRange(const FlakeLayout *layout)
 {
-	char	   *first = pstrdup(timestamptz_to_str(FlakeMsToTimestamp(0)));
-	char	   *last = pstrdup(timestamptz_to_str(FlakeMsToTimestamp(FLAKE_MAX_MS)));
+	char	   *first = pstrdup(timestamptz_to_str(FlakeTimestamp(layout, 0)));
+	char	   *last = pstrdup(timestamptz_to_str(FlakeTimestamp(layout, FLAKE_MAX_MS)));
 
 	ereport(ERROR,
 			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
@@ -99,13 +84,14 @@ Datum
 flakeid_from_timestamp(PG_FUNCTION_ARGS)
 {
 	TimestampTz ts = PG_GETARG_TIMESTAMPTZ(0);
+	const FlakeLayout *layout = FlakeDecodeLayout();
 	int64		ms;
 
 	if (TIMESTAMP_NOT_FINITE(ts))
-		ReportTimestampRange();
-	ms = TimestampToFlakeMs(ts);
+		ReportTimestampRange(layout);
+	ms = FlakeMsOfTimestamp(layout, ts);
 	if (ms < 0 || ms > FLAKE_MAX_MS)
-		ReportTimestampRange();
+		ReportTimestampRange(layout);
 
-	PG_RETURN_INT64(FlakeCompose(&flake_layout, ms, 0, 0));
+	PG_RETURN_INT64(FlakeFirstIdOfMs(ms));
 }

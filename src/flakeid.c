@@ -5,9 +5,8 @@
  *
  * The library always defines its parameters, so that the type's I/O and
  * the decode functions work whether or not it is preloaded.  Only when it
- * is loaded through shared_preload_libraries does it ask for shared memory
- * start the lease worker and register its WAL records, which generation
- * needs.
+ * is loaded through shared_preload_libraries does it ask for shared memory,
+ * start the lease worker with the server and register its WAL records.
  *
  *-------------------------------------------------------------------------
  */
@@ -16,6 +15,7 @@
 #include "miscadmin.h"
 
 #include "flakeid.h"
+#include "mode.h"
 
 PG_MODULE_MAGIC;
 
@@ -24,10 +24,11 @@ void		_PG_init(void);
 void
 _PG_init(void)
 {
+	FlakeModeInit();
 	FlakeDefineGucs();
-	if (!process_shared_preload_libraries_in_progress)
+	if (!FlakePreloaded())
 		return;
-	FlakeInstallShmemHooks();
+	FlakeShmemInit();
 	FlakeRegisterLeaseWorker();
 	FlakeRegisterRmgr();
 }

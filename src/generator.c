@@ -1,324 +1,249 @@
 /*-------------------------------------------------------------------------
  *
  * generator.c
- *	  nextflake(), nextflakes() and flakeid_status(): the shared generator.
+ *	  nextflake(), nextflakes() and flakeid_status(): reserving IDs from the
+ *	  shared generator.
  *
- * One 64-bit word in shared memory holds the last issued ID.  A call reads
- * the clock, computes the next ID from that word and installs it with a
- * compare-and-swap: no lock, no I/O, no allocation.  The slow paths (the
- * clock behind the last ID, the lead bound reached, the time lease running
- * out) sleep on a latch and try again.
+ * The generator counts ticks (see flakeid.h) in one 64-bit word of shared
+ * memory, next_tick.  A call reads the clock; if the clock has moved past
+ * next_tick it starts the clock's millisecond with one compare-and-swap,
+ * and otherwise it takes the next ticks with one fetch-and-add, which
+ * never fails and never retries, however many backends call at once.
+ * Every reservation is ordered by that one word, so the IDs of a server
+ * are strictly increasing across backends.  No lock, no I/O, no
+ * allocation.
+ *
+ * Around the reservation, a call reads the generator's word (status,
+ * node id, generation) before and after: when a node id or layout was
+ * adopted in between, the ticks are dropped and the call starts over.
+ * After it, the call checks what the ticks may not be: past the layout's
+ * time range (an error), further ahead of the clock than flakeid.max_lead
+ * (it sleeps), or at or past the durable lease (it waits for the lease
+ * worker).  Ticks reserved by a call that fails or is cancelled are never
+ * issued: IDs may have gaps, never repeats.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include <time.h>
-
 #include "access/htup_details.h"
-#include "access/twophase.h"
 #include "access/xlog.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "portability/instr_time.h"
-#include "storage/ipc.h"
-#include "storage/proc.h"
-#include "storage/shmem.h"
-#if PG_VERSION_NUM >= 170000
-#include "storage/dsm_registry.h"
-#endif
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "clock.h"
 #include "flakeid.h"
-#include "state.h"
+#include "mode.h"
+#include "shmem.h"
+#include "worker.h"
 
 PG_FUNCTION_INFO_V1(nextflake);
 PG_FUNCTION_INFO_V1(nextflakes);
 PG_FUNCTION_INFO_V1(flakeid_status);
 
-#if PG_VERSION_NUM >= 170000
-#define FlakeMyProcNumber() MyProcNumber
-#else
-#define FlakeMyProcNumber() (MyProc->pgprocno)
-#endif
+/* The longest one sleep for the clock lasts before the call looks again. */
+#define FLAKE_CLOCK_SLEEP_MAX_MS	100
 
-FlakeShared *flake_shared = NULL;
+/* How often a call waiting for the lease looks at the lease worker. */
+#define FLAKE_LEASE_POLL_MS		100
 
-/* Whether this library was preloaded; else the state is in a DSM segment. */
-bool		flake_preloaded = false;
+/* The longest a call waits for a lease worker that is not running. */
+#define FLAKE_WORKER_WAIT_MS	10000
 
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+/* Ticks reserved by one call, and what they become IDs with. */
+typedef struct FlakeIssue
+{
+	uint64		first;			/* the first tick */
+	FlakeLayout layout;			/* the generator's layout then */
+	int32		node;			/* and its node id */
+} FlakeIssue;
 
-/* This process's counter of issued IDs. */
+/*
+ * What this process learnt the last time it found the generator ready:
+ * the word then (0, never published, until the first call) and the
+ * layout.  It is learnt again whenever the word or, without preloading,
+ * this process's layout settings change.
+ */
+static uint32 my_word = 0;
+static uint64 my_settings_gen = 0;
+static FlakeLayout my_layout;
 static FlakeSlot *my_slot = NULL;
 
-/*
- * This process has seen the generator ready and recovery over; neither can
- * go back without a restart, so the check is made once.
- */
-static bool my_ready = false;
-
-/*
- * How far the precise clock may be ahead of the coarse one, which the
- * kernel updates once a tick: a few ticks, to be safe.  Set on first use.
- */
-static int64 coarse_slack_ms = -1;
+/* How far the coarse clock may lag the precise one, in ms. */
+static int64 coarse_slack_ms = 0;
 
 /* Whether this process's last call found the IDs ahead of the clock. */
 static bool ids_ahead = false;
 
-static int
-FlakeSlotCount(void)
+/* The generator where there can be none, or on PostgreSQL 15 without preloading. */
+static void
+ReportNoGenerator(void)
 {
-	return MaxBackends + NUM_AUXILIARY_PROCS + max_prepared_xacts;
-}
-
-static Size
-FlakeShmemSize(void)
-{
-	return add_size(offsetof(FlakeShared, slots),
-					mul_size(FlakeSlotCount(), sizeof(FlakeSlot)));
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("flakeid must be loaded via \"shared_preload_libraries\" to generate IDs"),
+			 errhint("Add flakeid to \"shared_preload_libraries\" in postgresql.conf, "
+					 "set flakeid.node_id, and restart the server.")));
 }
 
 static void
-FlakeShmemRequest(void)
+ReportRecovery(void)
 {
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(FlakeShmemSize());
+	ereport(ERROR,
+			(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+			 errmsg("cannot generate flakeid values during recovery"),
+			 errdetail("A standby shares its primary's node id, so only the primary generates IDs."),
+			 errhint("Call nextflake() on the primary server.")));
 }
 
-/* Initialise the shared state and read the state file. */
+/* The layout change that keeps the generator from generating, in words. */
+static char *
+DescribeLayoutChange(const FlakeLayout *was, const FlakeLayout *now)
+{
+	if (was->node_bits != now->node_bits)
+		return psprintf("flakeid.node_bits was %d and is now %d.",
+						was->node_bits, now->node_bits);
+	return psprintf("flakeid.epoch was %s and is now %s.",
+					pstrdup(timestamptz_to_str(FlakeTimestamp(was, 0))),
+					pstrdup(timestamptz_to_str(FlakeTimestamp(now, 0))));
+}
+
+/* Why the generator does not issue IDs, as an error. */
 static void
-FlakeInitShared(void *ptr)
+ReportNotReady(FlakeShared *s, FlakeStatus status)
 {
-	FlakeShared *s = (FlakeShared *) ptr;
-
-	memset(s, 0, FlakeShmemSize());
-	pg_atomic_init_u64(&s->last, 0);
-	pg_atomic_init_u64(&s->lease_end, 0);
-	pg_atomic_init_u32(&s->state, FLAKE_READY);
-	pg_atomic_init_u32(&s->renew_asked, 0);
-	pg_atomic_init_u64(&s->lease_wanted, 0);
-	pg_atomic_init_u64(&s->waits, 0);
-	pg_atomic_init_u64(&s->clock_steps_back, 0);
-	pg_atomic_init_u32(&s->worker_launching, 0);
-	ConditionVariableInit(&s->lease_cv);
-	s->worker_latch = NULL;
-	LWLockInitialize(&s->lock, LWLockNewTrancheId());
-	s->layout = flake_layout;
-	s->started = GetCurrentTimestamp();
-	s->nslots = FlakeSlotCount();
-	for (int i = 0; i < s->nslots; i++)
-		pg_atomic_init_u64(&s->slots[i].issued, 0);
-	FlakeStateLoad(s);
-}
-
-/* Set up the shared state in the postmaster, when preloaded. */
-static void
-FlakeShmemStartup(void)
-{
-	bool		found;
-	FlakeShared *s;
-
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	s = ShmemInitStruct("flakeid", FlakeShmemSize(), &found);
-	if (!found)
-		FlakeInitShared(s);
-	flake_shared = s;
-	LWLockRelease(AddinShmemInitLock);
-	LWLockRegisterTranche(s->lock.tranche, "flakeid");
-}
-
-/*
- * The shared state.  When the library was preloaded it is in the main shared
- * memory; without preloading, PostgreSQL 17 and later keep it in a segment
- * of the dynamic shared memory registry, and older versions have none.
- */
-FlakeShared *
-FlakeGetShared(void)
-{
-#if PG_VERSION_NUM >= 170000
-	if (unlikely(flake_shared == NULL))
+	switch (status)
 	{
-		bool		found;
-		FlakeShared *s;
+		case FLAKE_GEN_READY:
+		case FLAKE_GEN_CHANGING:
+			break;
+		case FLAKE_GEN_NODE_UNSET:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("flakeid.node_id is not set"),
+					 errdetail("Every server whose IDs meet needs a node id of its own; flakeid does not guess one."),
+					 errhint("Set flakeid.node_id in postgresql.conf or with ALTER SYSTEM, and reload the configuration.")));
+			break;
+		case FLAKE_GEN_LAYOUT_INVALID:
+			{
+				const char *bad;
+				FlakeLayout layout;
 
-		s = GetNamedDSMSegment("flakeid", FlakeShmemSize(), FlakeInitShared, &found);
-		LWLockRegisterTranche(s->lock.tranche, "flakeid");
-		flake_shared = s;
+				(void) FlakeConfiguredLayout(&layout, &bad);
+				FlakeReportInvalidLayout(bad);
+			}
+			break;
+		case FLAKE_GEN_LAYOUT_CHANGED:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("flakeid layout has changed since this server last generated IDs"),
+					 errdetail_internal("%s", DescribeLayoutChange(&s->layout, &s->configured)),
+					 errhint("Restore the previous setting and restart, or, if every server whose IDs meet uses the new layout, "
+							 "run SELECT flakeid_accept_layout() as a superuser.")));
+			break;
+		case FLAKE_GEN_FILE_DAMAGED:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("flakeid state file \"%s\" is damaged", FLAKE_STATE_FILE),
+					 errdetail("Neither copy of the time lease in it is valid, so the last ID issued is unknown."),
+					 errhint("Once the system clock is past every ID this server issued, remove the file and restart the server.")));
+			break;
+		case FLAKE_GEN_FILE_UNREADABLE:
+			errno = s->file_errno;
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not read flakeid state file \"%s\": %m", FLAKE_STATE_FILE),
+					 errdetail("The file holds the time lease, below which every ID of this server lies."),
+					 errhint("Let the server's operating system user read and write the file, then restart the server. "
+							 "Do not remove the file.")));
+			break;
 	}
-#endif
-	return flake_shared;
-}
-
-void
-FlakeInstallShmemHooks(void)
-{
-	flake_preloaded = true;
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = FlakeShmemRequest;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = FlakeShmemStartup;
+	elog(ERROR, "flakeid generator in unexpected status %d", (int) status);
 }
 
 /*
- * Make the next ID at least floor_ms.  Only while nothing is generated:
- * at startup and when a new layout is accepted.
+ * Without preloading, this session's layout settings must still be the
+ * ones the generator started with: a reload that changes them takes effect
+ * only at a restart.
  */
-void
-FlakeSetFloor(FlakeShared *s, int64 floor_ms)
-{
-	floor_ms = Max(floor_ms, 1);
-	/* ms floor_ms - 1 with every low bit set: the next ID is at floor_ms */
-	pg_atomic_write_u64(&s->last, (uint64) ((floor_ms << FLAKE_LOW_BITS) - 1));
-	pg_atomic_write_u64(&s->lease_end, (uint64) floor_ms);
-}
-
-/* Milliseconds since the flakeid epoch, by one of the system's clocks. */
-static inline int64
-ReadClockMs(clockid_t clock)
-{
-	struct timespec ts;
-
-	clock_gettime(clock, &ts);
-	return (int64) ts.tv_sec * 1000 + ts.tv_nsec / 1000000 -
-		flake_layout.epoch_ms;
-}
-
-/* The precise wall clock. */
-static inline int64
-ClockMs(void)
-{
-	return ReadClockMs(CLOCK_REALTIME);
-}
-
-/* The same, for the other files. */
-int64
-FlakeClockMs(void)
-{
-	return ClockMs();
-}
-
-/* The coarse clock: cheaper, and behind the precise one by < slack. */
-static inline int64
-CoarseClockMs(void)
-{
-	return ReadClockMs(CLOCK_REALTIME_COARSE);
-}
-
 static void
-SetCoarseSlack(void)
+CheckSettingsUnchanged(FlakeShared *s)
 {
-	struct timespec res;
+	FlakeLayout mine;
+	const char *bad;
 
-	if (clock_getres(CLOCK_REALTIME_COARSE, &res) != 0)
-		coarse_slack_ms = PG_INT64_MAX / 4; /* never trust it */
-	else
-		coarse_slack_ms = 4 * ((int64) res.tv_sec * 1000 +
-							   res.tv_nsec / 1000000 + 1);
-}
-
-/* Ask the lease worker to renew the lease now. */
-void
-FlakeWakeWorker(FlakeShared *s)
-{
-	Latch	   *latch = s->worker_latch;
-
-	if (latch == NULL)
-	{
-		/* a preloaded server starts its worker itself */
-		if (!flake_preloaded)
-			FlakeLaunchWorker(s);
+	if (FlakeLayoutFixed())
 		return;
-	}
-	if (pg_atomic_read_u32(&s->renew_asked) != 0 ||
-		pg_atomic_exchange_u32(&s->renew_asked, 1) != 0)
-		return;
-	SetLatch(latch);
-}
-
-/*
- * The tick of the ID after last for this node: the next sequence number, or
- * the next millisecond when the node changed, and never before the clock.
- */
-static inline int64
-NextTick(const FlakeLayout *layout, int64 last, int32 node, int64 now)
-{
-	int64		tick;
-
-	if (FlakeNode(layout, last) == node)
-		tick = FlakeTick(layout, last) + 1;
-	else
-		tick = (FlakeMs(last) + 1) << FlakeSeqBits(layout);
-	if (now > 0)
-		tick = Max(tick, now << FlakeSeqBits(layout));
-	return tick;
-}
-
-/* Why this server cannot generate, as an error. */
-static void
-ReportCannotGenerate(void)
-{
-	FlakeShared *s = flake_shared;
-
-	if (s == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("flakeid must be loaded via \"shared_preload_libraries\" to generate IDs"),
-				 errhint("Add flakeid to \"shared_preload_libraries\" in postgresql.conf, "
-						 "set flakeid.node_id, and restart the server.")));
-	if (RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("cannot generate flakeid values during recovery"),
-				 errdetail("A standby shares its primary's node id, so only the primary generates IDs."),
-				 errhint("Call nextflake() on the primary server.")));
-	if (flake_layout.node_bits != s->layout.node_bits ||
-		flake_layout.epoch_ms != s->layout.epoch_ms)
+	if (!FlakeConfiguredLayout(&mine, &bad))
+		FlakeReportInvalidLayout(bad);
+	if (!FlakeSameLayout(&mine, &s->configured))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("flakeid layout settings changed while the server was running"),
-				 errdetail("The generator started with flakeid.node_bits = %d and flakeid.epoch = %s.",
-						   s->layout.node_bits,
-						   timestamptz_to_str(FlakeTimestamp(&s->layout, 0))),
+				 errdetail_internal("The generator started with %s",
+									DescribeLayoutChange(&s->configured, &mine)),
 				 errhint("Restore the settings and reload, or restart the server; "
 						 "preloading flakeid fixes the layout for the life of the server.")));
-	if (pg_atomic_read_u32(&s->state) == FLAKE_STATE_UNREADABLE)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("flakeid state file \"%s\" is damaged", FLAKE_STATE_FILE),
-				 errdetail("Neither copy of the time lease in it is valid, so the last ID issued is unknown."),
-				 errhint("Once the system clock is past every ID this server issued, remove the file and restart the server.")));
-	if (pg_atomic_read_u32(&s->state) == FLAKE_LAYOUT_CHANGED)
+}
+
+/*
+ * Learn the generator's word and layout again: the first call of this
+ * process, or after a change.  Fails when it does not generate; waits out
+ * a change in progress.
+ */
+static pg_noinline void
+FlakeRefresh(FlakeShared *s)
+{
+	FlakeLayout layout;
+	uint32		word = FlakeSnapshot(s, &layout);
+
+	if (RecoveryInProgress())
+		ReportRecovery();
+	if (FlakeWordStatus(word) != FLAKE_GEN_READY)
+		ReportNotReady(s, FlakeWordStatus(word));
+	CheckSettingsUnchanged(s);
+
+	my_layout = layout;
+	my_word = word;
+	my_settings_gen = flake_layout_settings_gen;
+	if (my_slot == NULL)
 	{
-		char		detail[256];
-
-		if (s->recorded.node_bits != s->layout.node_bits)
-			snprintf(detail, sizeof(detail),
-					 "flakeid.node_bits was %d and is now %d.",
-					 s->recorded.node_bits, s->layout.node_bits);
-		else
-		{
-			char	   *was = pstrdup(timestamptz_to_str(FlakeTimestamp(&s->recorded, 0)));
-			char	   *now = pstrdup(timestamptz_to_str(FlakeTimestamp(&s->layout, 0)));
-
-			snprintf(detail, sizeof(detail),
-					 "flakeid.epoch was %s and is now %s.", was, now);
-		}
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("flakeid layout has changed since this server last generated IDs"),
-				 errdetail_internal("%s", detail),
-				 errhint("Restore the previous setting and restart, or, if every server whose IDs meet uses the new layout, "
-						 "run SELECT flakeid_accept_layout() as a superuser.")));
+		my_slot = FlakeMySlot();
+		coarse_slack_ms = FlakeCoarseSlackMs();
 	}
+}
+
+static void
+ReportClockRange(int64 now)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			 errmsg("system clock is outside the range of flakeid timestamps"),
+			 now < 0 ?
+			 errdetail("The clock reads before flakeid.epoch (%s).",
+					   timestamptz_to_str(FlakeTimestamp(&my_layout, 0))) :
+			 errdetail("The %d-bit time field counted from flakeid.epoch (%s) ended at %s.",
+					   FLAKE_TIME_BITS,
+					   pstrdup(timestamptz_to_str(FlakeTimestamp(&my_layout, 0))),
+					   pstrdup(timestamptz_to_str(FlakeTimestamp(&my_layout, FLAKE_MAX_MS + 1)))),
+			 errhint("Check the system clock and flakeid.epoch.")));
+}
+
+static void
+ReportRangeUsedUp(const FlakeLayout *layout)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			 errmsg("flakeid values would pass the end of the layout's time range"),
+			 errdetail("The %d-bit time field counted from flakeid.epoch (%s) ends at %s.",
+					   FLAKE_TIME_BITS,
+					   pstrdup(timestamptz_to_str(FlakeTimestamp(layout, 0))),
+					   pstrdup(timestamptz_to_str(FlakeTimestamp(layout, FLAKE_MAX_MS + 1)))),
+			 errhint("Request fewer IDs, or move every server whose IDs meet to a new layout.")));
 }
 
 static void
@@ -334,37 +259,90 @@ ReportClockBehind(int64 behind)
 			 errhint("Correct the system clock, or raise flakeid.max_clock_wait to wait for it.")));
 }
 
-static void
-ReportClockRange(int64 now)
+/* The precise clock, which must lie within the layout's range. */
+static inline int64
+PreciseNow(void)
 {
-	ereport(ERROR,
-			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-			 errmsg("system clock is outside the range of flakeid timestamps"),
-			 errdetail(now < 0 ?
-					   "The clock reads before flakeid.epoch (%s)." :
-					   "The 41-bit time field counted from flakeid.epoch (%s) is used up.",
-					   FlakeEpochString()),
-			 errhint("Check the system clock and flakeid.epoch.")));
+	int64		now = FlakeClockMs(&my_layout);
+
+	if (unlikely(!FlakeClockInRange(now)))
+		ReportClockRange(now);
+	return now;
+}
+
+/*
+ * The clock, for a call that finds next_tick as it is.  While the IDs are
+ * ahead of even the precise clock the clock cannot change the next one,
+ * and the cheaper coarse clock says so; whether to try it is guessed from
+ * this process's last call.
+ */
+static inline int64
+FlakeNow(uint64 next)
+{
+	int64		next_ms = FlakeTickMs(&my_layout, next);
+	int64		now;
+
+	if (ids_ahead)
+	{
+		now = FlakeCoarseClockMs(&my_layout);
+		if (next_ms >= now + coarse_slack_ms && FlakeClockInRange(now))
+			return now;
+	}
+	now = PreciseNow();
+	ids_ahead = next_ms >= now + coarse_slack_ms;
+	return now;
 }
 
 /* Sleep on the latch for ms milliseconds; cancel and timeouts still work. */
 static void
-FlakeSleep(FlakeShared *s, long ms)
+FlakeSleep(FlakeShared *s, int64 ms)
 {
 	pg_atomic_fetch_add_u64(&s->waits, 1);
 	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-					 Max(ms, 1), PG_WAIT_EXTENSION);
+					 (long) Max(Min(ms, FLAKE_CLOCK_SLEEP_MAX_MS), 1),
+					 PG_WAIT_EXTENSION);
 	ResetLatch(MyLatch);
 	CHECK_FOR_INTERRUPTS();
 }
 
-/* Wait until the lease covers end_ms, or fail. */
+/*
+ * Before reserving: the ticks next .. next + n - 1 would be further ahead
+ * of the clock than flakeid.max_lead allows.  Sleep a while for the clock.
+ * When even the IDs already issued are that far ahead, the clock was set
+ * back: wait at most flakeid.max_clock_wait in all, then fail.
+ */
+static pg_noinline void
+FlakeWaitForLead(FlakeShared *s, uint64 next, int64 n, instr_time *since)
+{
+	int64		now = PreciseNow();
+	int64		end_ms = FlakeTickMs(&my_layout, next + n - 1);
+	int64		behind = FlakeTickMs(&my_layout, next - 1) - now;
+	int64		wait = end_ms - now - flake_max_lead_ms;
+
+	if (end_ms > FLAKE_MAX_MS)
+		ReportRangeUsedUp(&my_layout);
+	if (wait <= 0)
+		return;
+	if (behind > flake_max_lead_ms)
+	{
+		instr_time	elapsed;
+
+		if (INSTR_TIME_IS_ZERO(*since))
+			INSTR_TIME_SET_CURRENT(*since);
+		INSTR_TIME_SET_CURRENT(elapsed);
+		INSTR_TIME_SUBTRACT(elapsed, *since);
+		if (INSTR_TIME_GET_MILLISEC(elapsed) + wait > flake_max_clock_wait_ms)
+			ReportClockBehind(behind);
+	}
+	FlakeSleep(s, wait);
+}
+
+/* Wait until the durable lease covers end_ms, or fail. */
 static void
 FlakeAwaitLease(FlakeShared *s, int64 end_ms)
 {
 	uint64		wanted = pg_atomic_read_u64(&s->lease_wanted);
-	instr_time	start,
-				now;
+	instr_time	no_worker_since;
 
 	while (wanted <= (uint64) end_ms &&
 		   !pg_atomic_compare_exchange_u64(&s->lease_wanted, &wanted,
@@ -372,16 +350,14 @@ FlakeAwaitLease(FlakeShared *s, int64 end_ms)
 		;
 	FlakeWakeWorker(s);
 
-	INSTR_TIME_SET_CURRENT(start);
+	INSTR_TIME_SET_ZERO(no_worker_since);
 	ConditionVariablePrepareToSleep(&s->lease_cv);
 	while (pg_atomic_read_u64(&s->lease_end) <= (uint64) end_ms)
 	{
 		if (s->lease_failing)
 		{
-			int			save_errno = s->lease_errno;
-
 			ConditionVariableCancelSleep();
-			errno = save_errno;
+			errno = s->lease_errno;
 			ereport(ERROR,
 					(errcode_for_file_access(),
 					 errmsg("could not renew the flakeid time lease in file \"%s\": %m",
@@ -389,275 +365,343 @@ FlakeAwaitLease(FlakeShared *s, int64 end_ms)
 					 errdetail("IDs are issued only within a lease recorded on disk, so that none is issued twice after a restart."),
 					 errhint("Make the file writable and make sure the disk has space.")));
 		}
-		INSTR_TIME_SET_CURRENT(now);
-		INSTR_TIME_SUBTRACT(now, start);
-		if (INSTR_TIME_GET_MILLISEC(now) > FLAKE_LEASE_WAIT_MS)
+		if (s->worker_latch != NULL)
+			INSTR_TIME_SET_ZERO(no_worker_since);
+		else
 		{
-			ConditionVariableCancelSleep();
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("timed out waiting for the flakeid lease worker"),
-					 errhint("Check the server log, and that max_worker_processes leaves room for the flakeid lease worker.")));
+			instr_time	elapsed;
+
+			if (INSTR_TIME_IS_ZERO(no_worker_since))
+				INSTR_TIME_SET_CURRENT(no_worker_since);
+			INSTR_TIME_SET_CURRENT(elapsed);
+			INSTR_TIME_SUBTRACT(elapsed, no_worker_since);
+			if (INSTR_TIME_GET_MILLISEC(elapsed) > FLAKE_WORKER_WAIT_MS)
+			{
+				ConditionVariableCancelSleep();
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("timed out waiting for the flakeid lease worker"),
+						 errhint("Check the server log, and that max_worker_processes leaves room for the flakeid lease worker.")));
+			}
 		}
 		FlakeWakeWorker(s);
-		(void) ConditionVariableTimedSleep(&s->lease_cv, 100, PG_WAIT_EXTENSION);
+		(void) ConditionVariableTimedSleep(&s->lease_cv, FLAKE_LEASE_POLL_MS,
+										   PG_WAIT_EXTENSION);
 	}
 	ConditionVariableCancelSleep();
 }
 
 /*
- * The slow path: the reservation [first tick, end_ms] could not be issued
- * now.  Fail, or wait for the clock or the lease; the caller then retries.
- * waited_ms counts this call's waits for a clock that was set back.
+ * After reserving: ticks up to end_ms are this call's, but they may be
+ * further ahead of the clock than flakeid.max_lead (other calls reserved
+ * at the same time) or past the durable lease.  Wait for both.
  */
 static pg_noinline void
-FlakeSlowPath(FlakeShared *s, int64 last, int64 n, int64 end_ms, int64 now,
-			  instr_time *start)
+FlakeAwaitIssue(FlakeShared *s, int64 end_ms)
 {
-	int64		behind = FlakeMs(last) - now;
-	int64		cap = (int64) FlakeMaxSeq(&flake_layout) + 1;
+	instr_time	since;
+	int64		prev = PG_INT64_MIN;
 
-	if (now < 0 || end_ms > FLAKE_MAX_MS)
-		ReportClockRange(now);
-	if ((n + cap - 1) / cap > flake_max_lead_ms)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("cannot reserve %lld flakeid values in one call", (long long) n),
-				 errdetail("With flakeid.node_bits = %d a node makes %lld IDs per millisecond, "
-						   "and flakeid.max_lead (%d ms) allows at most %lld at once.",
-						   flake_layout.node_bits, (long long) cap,
-						   flake_max_lead_ms, (long long) (cap * flake_max_lead_ms)),
-				 errhint("Request fewer IDs per call, or raise flakeid.max_lead.")));
-
-	if (end_ms - now > flake_max_lead_ms)
+	INSTR_TIME_SET_ZERO(since);
+	for (;;)
 	{
+		int64		now = PreciseNow();
 		int64		wait = end_ms - now - flake_max_lead_ms;
 
-		if (behind > flake_max_lead_ms)
+		if (wait > 0)
 		{
-			/* The clock was set back: wait only as long as allowed. */
-			instr_time	elapsed;
+			/* a clock that steps back meanwhile is waited for only so long */
+			if (now < prev || !INSTR_TIME_IS_ZERO(since))
+			{
+				instr_time	elapsed;
 
-			if (INSTR_TIME_IS_ZERO(*start))
-				INSTR_TIME_SET_CURRENT(*start);
-			INSTR_TIME_SET_CURRENT(elapsed);
-			INSTR_TIME_SUBTRACT(elapsed, *start);
-			if (INSTR_TIME_GET_MILLISEC(elapsed) + wait > flake_max_clock_wait_ms)
-				ReportClockBehind(behind);
+				if (INSTR_TIME_IS_ZERO(since))
+					INSTR_TIME_SET_CURRENT(since);
+				INSTR_TIME_SET_CURRENT(elapsed);
+				INSTR_TIME_SUBTRACT(elapsed, since);
+				if (INSTR_TIME_GET_MILLISEC(elapsed) + wait > flake_max_clock_wait_ms)
+					ReportClockBehind(end_ms - now);
+			}
+			prev = now;
+			FlakeSleep(s, wait);
+			continue;
 		}
-		FlakeSleep(s, (long) Min(wait, 100));
-		return;
+		if ((int64) pg_atomic_read_u64(&s->lease_end) <= end_ms)
+		{
+			FlakeAwaitLease(s, end_ms);
+			continue;
+		}
+		break;
 	}
-	FlakeAwaitLease(s, end_ms);
 }
 
 /*
- * Reserve n consecutive IDs for node and return the tick of the first.
- * The hot path is the first pass of the loop.
+ * Reserve n consecutive ticks.  The hot path is one pass of the loop: a
+ * clock read and one atomic operation on next_tick.
  */
-static int64
-FlakeReserve(int64 n, int32 node)
+static inline void
+FlakeReserve(FlakeShared *s, int64 n, FlakeIssue *issue)
 {
-	FlakeShared *s = flake_shared;
-	const FlakeLayout *layout = &flake_layout;
-	instr_time	start;
-	uint64		last;
+	instr_time	since;
+	uint64		first;
+	int64		now;
+	int64		end_ms;
+	int64		lease_end;
 
-	if (unlikely(!my_ready))
-	{
-		if (s == NULL || RecoveryInProgress() ||
-			pg_atomic_read_u32(&s->state) != FLAKE_READY)
-			ReportCannotGenerate();
-		SetCoarseSlack();
-		my_ready = true;
-	}
-	/* without preloading, a reload may change the layout settings */
-	if (unlikely(!flake_preloaded &&
-				 (flake_layout.node_bits != s->layout.node_bits ||
-				  flake_layout.epoch_ms != s->layout.epoch_ms)))
-		ReportCannotGenerate();
-
-	INSTR_TIME_SET_ZERO(start);
-	last = pg_atomic_read_u64(&s->last);
+	INSTR_TIME_SET_ZERO(since);
 	for (;;)
 	{
-		int64		now;
-		int64		first,
-					end,
-					end_ms,
-					lease_end;
+		uint32		word = pg_atomic_read_u32(&s->word);
+		uint64		next;
+		uint64		now_tick;
 
-		/*
-		 * When the last ID is ahead of even the precise clock, the clock
-		 * cannot move the next one, and the coarse clock, cheaper to read,
-		 * tells that.  Whether to try it is guessed from the last call.
-		 */
-		if (ids_ahead)
+		if (unlikely(word != my_word ||
+					 my_settings_gen != flake_layout_settings_gen))
 		{
-			now = CoarseClockMs();
-			if (FlakeMs((int64) last) < now + coarse_slack_ms)
-			{
-				now = ClockMs();
-				ids_ahead = false;
-			}
-		}
-		else
-		{
-			now = ClockMs();
-			ids_ahead = FlakeMs((int64) last) >= now + coarse_slack_ms;
-		}
-		first = NextTick(layout, (int64) last, node, now);
-		end = first + n - 1;
-		end_ms = FlakeTickMs(layout, end);
-		lease_end = (int64) pg_atomic_read_u64(&s->lease_end);
-
-		if (unlikely(now < 0 || end_ms - now > flake_max_lead_ms ||
-					 end_ms >= lease_end))
-		{
-			/* decide on the precise clock */
-			now = ClockMs();
-			first = NextTick(layout, (int64) last, node, now);
-			end = first + n - 1;
-			end_ms = FlakeTickMs(layout, end);
-		}
-		if (unlikely(now < 0 || end_ms - now > flake_max_lead_ms ||
-					 end_ms >= lease_end))
-		{
-			FlakeSlowPath(s, (int64) last, n, end_ms, now, &start);
-			last = pg_atomic_read_u64(&s->last);
+			FlakeRefresh(s);
 			continue;
 		}
-		if (pg_atomic_compare_exchange_u64(&s->last, &last,
-										   (uint64) FlakeFromTick(layout, end, node)))
+		next = pg_atomic_read_u64(&s->next_tick);
+		now = FlakeNow(next);
+		now_tick = FlakeTickOfMs(&my_layout, now);
+		if (next < now_tick)
 		{
-			if (unlikely(end_ms + FLAKE_LEASE_MS / 2 >= lease_end))
-				FlakeWakeWorker(s);
-			pg_atomic_write_u64(&my_slot->issued,
-								pg_atomic_read_u64(&my_slot->issued) + n);
-			return first;
+			/* the clock moved on: start its millisecond */
+			if (!pg_atomic_compare_exchange_u64(&s->next_tick, &next,
+												now_tick + (uint64) n))
+				continue;
+			first = now_tick;
 		}
+		else if (likely(FlakeTickMs(&my_layout, next + n - 1) - now <=
+						flake_max_lead_ms))
+			first = pg_atomic_fetch_add_u64(&s->next_tick, (uint64) n);
+		else
+		{
+			FlakeWaitForLead(s, next, n, &since);
+			continue;
+		}
+		/* a full barrier came before: the word is read afresh */
+		if (likely(pg_atomic_read_u32(&s->word) == word))
+			break;
+		/* the node id or layout changed meanwhile: these ticks are skipped */
 	}
+
+	issue->first = first;
+	issue->layout = my_layout;
+	issue->node = FlakeWordNode(my_word);
+
+	end_ms = FlakeTickMs(&my_layout, first + n - 1);
+	if (unlikely(end_ms > FLAKE_MAX_MS))
+		ReportRangeUsedUp(&my_layout);
+	lease_end = (int64) pg_atomic_read_u64(&s->lease_end);
+	if (unlikely(end_ms - now > flake_max_lead_ms || end_ms >= lease_end))
+	{
+		FlakeAwaitIssue(s, end_ms);
+		lease_end = (int64) pg_atomic_read_u64(&s->lease_end);
+	}
+	/* keep the lease ahead, so that no call has to wait for it */
+	if (unlikely(end_ms + FLAKE_LEASE_MS / 2 >= lease_end))
+		FlakeWakeWorker(s);
+
+	pg_atomic_write_u64(&my_slot->issued,
+						pg_atomic_read_u64(&my_slot->issued) + (uint64) n);
 }
 
-/* Find this process's counter once. */
-static inline void
-FlakeAttach(void)
+/* The generator, or an error where this server has none. */
+static inline FlakeShared *
+FlakeGenerator(void)
 {
-	if (unlikely(my_slot == NULL) && FlakeGetShared() != NULL)
+	static FlakeShared *generator = NULL;
+
+	if (unlikely(generator == NULL))
 	{
-		Assert(FlakeMyProcNumber() < flake_shared->nslots);
-		my_slot = &flake_shared->slots[FlakeMyProcNumber()];
+		generator = FlakeAttach();
+		if (generator == NULL)
+			ReportNoGenerator();
 	}
+	return generator;
 }
 
 /* The next ID of this server. */
 Datum
 nextflake(PG_FUNCTION_ARGS)
 {
-	int32		node = flake_node_id;
+	FlakeIssue	issue;
 
-	FlakeAttach();
-	PG_RETURN_INT64(FlakeFromTick(&flake_layout, FlakeReserve(1, node), node));
+	FlakeReserve(FlakeGenerator(), 1, &issue);
+	PG_RETURN_INT64(FlakeIdOfTick(&issue.layout, issue.first, issue.node));
 }
 
-typedef struct NextFlakesState
+/* Refuse a reservation that is too large, before anything is reserved. */
+static void
+CheckReservationSize(int32 n, const FlakeLayout *layout)
 {
-	int64		first;
-	int32		node;
-} NextFlakesState;
+	int64		per_ms = FlakeSeqPerMs(layout);
 
-/* n IDs reserved in one step, ascending. */
+	if (n > flake_max_batch && !superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("cannot reserve %d flakeid values in one call", n),
+				 errdetail("flakeid.max_batch allows roles without superuser at most %d per call.",
+						   flake_max_batch),
+				 errhint("Request fewer IDs per call, or ask a superuser to raise flakeid.max_batch.")));
+	if ((n + per_ms - 1) / per_ms > flake_max_lead_ms)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("cannot reserve %d flakeid values in one call", n),
+				 errdetail("With flakeid.node_bits = %d a node makes %lld IDs per millisecond, "
+						   "and flakeid.max_lead (%d ms) allows at most %lld at once.",
+						   layout->node_bits, (long long) per_ms,
+						   flake_max_lead_ms, (long long) (per_ms * flake_max_lead_ms)),
+				 errhint("Request fewer IDs per call, or raise flakeid.max_lead.")));
+}
+
+/*
+ * n IDs reserved in one step, ascending.  They are made from the ticks,
+ * the layout and the node id of the reservation, so a row fetched later
+ * (from a cursor, say) is the ID that was reserved for it.
+ */
 Datum
 nextflakes(PG_FUNCTION_ARGS)
 {
 	FuncCallContext *funcctx;
-	NextFlakesState *state;
+	FlakeIssue *issue;
 
 	if (SRF_IS_FIRSTCALL())
 	{
 		int32		n = PG_GETARG_INT32(0);
+		FlakeShared *s;
 
 		if (n < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("number of flakeid values must not be negative")));
 		funcctx = SRF_FIRSTCALL_INIT();
-		state = MemoryContextAllocZero(funcctx->multi_call_memory_ctx,
-									   sizeof(NextFlakesState));
-		state->node = flake_node_id;
+		issue = MemoryContextAllocZero(funcctx->multi_call_memory_ctx,
+									   sizeof(FlakeIssue));
 		if (n > 0)
 		{
-			FlakeAttach();
-			state->first = FlakeReserve(n, state->node);
+			FlakeLayout layout;
+
+			s = FlakeGenerator();
+			(void) FlakeSnapshot(s, &layout);
+			CheckReservationSize(n, &layout);
+			FlakeReserve(s, n, issue);
 		}
-		funcctx->user_fctx = state;
+		funcctx->user_fctx = issue;
 		funcctx->max_calls = n;
 	}
 
 	funcctx = SRF_PERCALL_SETUP();
-	state = funcctx->user_fctx;
+	issue = funcctx->user_fctx;
 	if (funcctx->call_cntr < funcctx->max_calls)
 	{
 		/* before SRF_RETURN_NEXT, which advances call_cntr */
-		int64		id = FlakeFromTick(&flake_layout,
-									   state->first + (int64) funcctx->call_cntr,
-									   state->node);
+		int64		id = FlakeIdOfTick(&issue->layout,
+									   issue->first + funcctx->call_cntr,
+									   issue->node);
 
 		SRF_RETURN_NEXT(funcctx, Int64GetDatum(id));
 	}
 	SRF_RETURN_DONE(funcctx);
 }
 
+/* The name of a status, as flakeid_status() shows it. */
+static const char *
+StatusName(FlakeShared *s, FlakeStatus status)
+{
+	switch (status)
+	{
+		case FLAKE_GEN_READY:
+			if (RecoveryInProgress())
+				return "recovery";
+			return s->lease_failing ? "lease failing" : "ready";
+		case FLAKE_GEN_CHANGING:
+			return "changing";
+		case FLAKE_GEN_NODE_UNSET:
+			return "node id not set";
+		case FLAKE_GEN_LAYOUT_CHANGED:
+			return "layout changed";
+		case FLAKE_GEN_LAYOUT_INVALID:
+			return "layout setting invalid";
+		case FLAKE_GEN_FILE_DAMAGED:
+			return "state file damaged";
+		case FLAKE_GEN_FILE_UNREADABLE:
+			return "state file unreadable";
+	}
+	return "unknown";
+}
+
+/* Set the column of a result row that has the given name. */
+static void
+SetColumn(TupleDesc tupdesc, Datum *values, bool *nulls, const char *name,
+		  Datum value, bool isnull)
+{
+	for (int i = 0; i < tupdesc->natts; i++)
+	{
+		if (strcmp(NameStr(TupleDescAttr(tupdesc, i)->attname), name) == 0)
+		{
+			values[i] = value;
+			nulls[i] = isnull;
+			return;
+		}
+	}
+	elog(ERROR, "flakeid_status() has no column \"%s\"", name);
+}
+
 /* What an operator wants to know about this server's generator. */
 Datum
 flakeid_status(PG_FUNCTION_ARGS)
 {
-	FlakeShared *s = FlakeGetShared();
+	FlakeShared *s = FlakeGenerator();
 	TupleDesc	tupdesc;
-	Datum		values[12];
-	bool		nulls[12] = {0};
-	int64		last,
-				issued = 0,
-				lease_end;
-	const char *state;
+	Datum	   *values;
+	bool	   *nulls;
+	FlakeLayout layout;
+	uint32		word;
+	uint64		next;
+	int64		last_id = 0,
+				last_ms = 0,
+				issued = 0;
+	bool		none;
 
-	if (s == NULL)
-		ReportCannotGenerate();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	values = palloc0(tupdesc->natts * sizeof(Datum));
+	nulls = palloc(tupdesc->natts * sizeof(bool));
+	memset(nulls, true, tupdesc->natts * sizeof(bool));
 
-	last = (int64) pg_atomic_read_u64(&s->last);
-	lease_end = (int64) pg_atomic_read_u64(&s->lease_end);
+	word = FlakeSnapshot(s, &layout);
+	next = pg_atomic_read_u64(&s->next_tick);
 	for (int i = 0; i < s->nslots; i++)
 		issued += (int64) pg_atomic_read_u64(&s->slots[i].issued);
-	switch (pg_atomic_read_u32(&s->state))
+	none = (issued == 0 || next == 0);
+	if (!none)
 	{
-		case FLAKE_READY:
-			state = RecoveryInProgress() ? "recovery" :
-				s->lease_failing ? "lease failing" : "ready";
-			break;
-		case FLAKE_LAYOUT_CHANGED:
-			state = "layout changed";
-			break;
-		default:
-			state = "state file damaged";
-			break;
+		last_ms = FlakeTickMs(&layout, next - 1);
+		last_id = FlakeIdOfTick(&layout, next - 1, FlakeWordNode(word));
 	}
 
-	values[0] = CStringGetTextDatum(state);
-	values[1] = Int32GetDatum(flake_node_id);
-	values[2] = Int32GetDatum(s->layout.node_bits);
-	values[3] = TimestampTzGetDatum(FlakeTimestamp(&s->layout, 0));
-	values[4] = Int64GetDatum(last);
-	values[5] = TimestampTzGetDatum(FlakeTimestamp(&s->layout, FlakeMs(last)));
-	values[6] = Int64GetDatum(Max(FlakeMs(last) - FlakeClockMs(), 0));
-	values[7] = TimestampTzGetDatum(FlakeTimestamp(&s->layout, lease_end));
-	values[8] = Int64GetDatum(issued);
-	values[9] = Int64GetDatum((int64) pg_atomic_read_u64(&s->waits));
-	values[10] = Int64GetDatum((int64) pg_atomic_read_u64(&s->clock_steps_back));
-	values[11] = TimestampTzGetDatum(s->started);
-	if (issued == 0)
-		nulls[4] = nulls[5] = nulls[6] = true;
+#define COLUMN(name, value, isnull) \
+	SetColumn(tupdesc, values, nulls, (name), (value), (isnull))
+	COLUMN("state", CStringGetTextDatum(StatusName(s, FlakeWordStatus(word))), false);
+	COLUMN("node_id", Int32GetDatum(FlakeWordNode(word)),
+		   !FlakeNodeFits(&layout, s->node_id));
+	COLUMN("node_bits", Int32GetDatum(layout.node_bits), false);
+	COLUMN("epoch", TimestampTzGetDatum(FlakeTimestamp(&layout, 0)), false);
+	COLUMN("last_id", Int64GetDatum(last_id), none);
+	COLUMN("last_time", TimestampTzGetDatum(FlakeTimestamp(&layout, last_ms)), none);
+	COLUMN("lead_ms", Int64GetDatum(Max(last_ms - FlakeClockMs(&layout), 0)), none);
+	COLUMN("lease_end",
+		   TimestampTzGetDatum(FlakeTimestamp(&layout,
+											  (int64) pg_atomic_read_u64(&s->lease_end))),
+		   false);
+	COLUMN("issued", Int64GetDatum(issued), false);
+	COLUMN("waits", Int64GetDatum((int64) pg_atomic_read_u64(&s->waits)), false);
+	COLUMN("clock_steps_back",
+		   Int64GetDatum((int64) pg_atomic_read_u64(&s->clock_steps_back)), false);
+	COLUMN("started", TimestampTzGetDatum(s->started), false);
+#undef COLUMN
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

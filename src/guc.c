@@ -19,29 +19,33 @@
 #include "utils/datetime.h"
 #include "utils/guc.h"
 
+#include "compat.h"
 #include "flakeid.h"
+#include "mode.h"
 
 /*
- * PostgreSQL 16 keeps GUC data in a memory context and frees a check
- * hook's extra with pfree, so it must come from guc_malloc there.
+ * The layout settings as this process applied them, kept in step by their
+ * assign hooks.
  */
-#if PG_VERSION_NUM >= 160000
-#define FlakeGucMalloc(size)	guc_malloc(LOG, (size))
-#else
-#define FlakeGucMalloc(size)	malloc(size)
-#endif
+static FlakeLayout guc_layout = {FLAKE_DEFAULT_EPOCH_MS, FLAKE_DEFAULT_NODE_BITS};
 
-/* The current layout, kept in step with the GUCs by their assign hooks. */
-FlakeLayout flake_layout = {INT64CONST(1577836800000), 10};
+/* Bumped by every change of a layout setting in this process. */
+uint64		flake_layout_settings_gen = 0;
 
-int			flake_node_id = 0;
-int			flake_max_lead_ms = 5000;
-int			flake_max_clock_wait_ms = 10000;
+/* The first layout setting whose configured value was rejected, or NULL. */
+static const char *rejected_layout_setting = NULL;
 
-static int	node_bits_guc = 10;
+int			flake_node_id = FLAKE_NODE_UNSET;
+int			flake_max_lead_ms = FLAKE_DEFAULT_MAX_LEAD_MS;
+int			flake_max_clock_wait_ms = FLAKE_DEFAULT_MAX_CLOCK_WAIT_MS;
+int			flake_max_batch = FLAKE_DEFAULT_MAX_BATCH;
+
+static int	node_bits_guc = FLAKE_DEFAULT_NODE_BITS;
 static char *epoch_guc = NULL;
 
-#define FLAKE_DEFAULT_EPOCH "2020-01-01 00:00:00+00"
+#define EPOCH_FORMAT_DETAIL \
+	"flakeid.epoch must be an ISO-8601 UTC timestamp from 1970 on, such as \"" \
+	FLAKE_DEFAULT_EPOCH "\"."
 
 /* Read exactly n decimal digits. */
 static bool
@@ -183,9 +187,7 @@ CheckEpoch(char **newval, void **extra, GucSource source)
 	(void) source;
 	if (*newval == NULL || !ParseEpoch(*newval, &ms))
 	{
-		GUC_check_errdetail("flakeid.epoch must be an ISO-8601 UTC timestamp "
-							"from 1970 on, such as \"%s\".",
-							FLAKE_DEFAULT_EPOCH);
+		GUC_check_errdetail(EPOCH_FORMAT_DETAIL);
 		return false;
 	}
 	copy = FlakeGucMalloc(sizeof(int64));
@@ -200,28 +202,28 @@ static void
 AssignEpoch(const char *newval, void *extra)
 {
 	(void) newval;
-	flake_layout.epoch_ms = *(int64 *) extra;
+	guc_layout.epoch_ms = *(int64 *) extra;
+	flake_layout_settings_gen++;
 }
 
 static void
 AssignNodeBits(int newval, void *extra)
 {
 	(void) extra;
-	flake_layout.node_bits = newval;
+	guc_layout.node_bits = newval;
+	flake_layout_settings_gen++;
 }
 
 static bool
 CheckNodeId(int *newval, void **extra, GucSource source)
 {
-	int32		max_node = FlakeMaxNode(&flake_layout);
-
 	(void) extra;
 	(void) source;
-	if (*newval > max_node)
+	if (*newval != FLAKE_NODE_UNSET && !FlakeNodeFits(&guc_layout, *newval))
 	{
 		GUC_check_errdetail("With flakeid.node_bits = %d the node id must be "
 							"between 0 and %d.",
-							flake_layout.node_bits, max_node);
+							guc_layout.node_bits, FlakeMaxNode(&guc_layout));
 		GUC_check_errhint("Choose a node id that fits, or raise "
 						  "flakeid.node_bits on every server whose IDs meet.");
 		return false;
@@ -229,20 +231,31 @@ CheckNodeId(int *newval, void **extra, GucSource source)
 	return true;
 }
 
-/* The restart-only context, where it may be used. */
+/*
+ * Preloaded, the layout is fixed for the life of the server.  Without
+ * preloading a restart-only parameter cannot be defined after startup, so
+ * the layout is then read like a reloadable one; the generator keeps the
+ * layout it started with all the same.
+ */
 static GucContext
 LayoutContext(void)
 {
-	return process_shared_preload_libraries_in_progress ?
-		PGC_POSTMASTER : PGC_SIGHUP;
+	return FlakeLayoutFixed() ? PGC_POSTMASTER : PGC_SIGHUP;
 }
 
-/* The value the configuration gives a parameter not yet defined, or NULL. */
+/*
+ * The value the server's configuration gives a parameter not yet defined,
+ * or NULL: the placeholder's reset value, which a session's SET before
+ * the library was loaded does not change.
+ */
 static char *
 ConfiguredValue(const char *name)
 {
-	const char *raw = GetConfigOption(name, true, false);
+	const char *raw;
 
+	if (GetConfigOption(name, true, false) == NULL)
+		return NULL;
+	raw = GetConfigOptionResetString(name);
 	return raw ? pstrdup(raw) : NULL;
 }
 
@@ -256,13 +269,20 @@ IntApplied(const char *raw, int applied)
 }
 
 /*
- * At startup PostgreSQL only warns about a rejected value of a custom
- * parameter and keeps the default: node 0, which another server may well
- * use, or another layout.  Refuse to start instead.
+ * A configured value was rejected, and PostgreSQL kept the default in its
+ * place: another node's id, or another layout.  Preloaded, refuse to
+ * start; otherwise leave the node id unset or mark the layout invalid, so
+ * that nothing is generated (or decoded) with the default.
  */
 static void
-RefuseDefault(const char *name, const char *raw, const char *detail)
+Rejected(const char *name, const char *raw, const char *detail)
 {
+	if (!FlakePreloaded())
+	{
+		if (strcmp(name, "flakeid.node_id") != 0 && rejected_layout_setting == NULL)
+			rejected_layout_setting = name;
+		return;
+	}
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("invalid value for parameter \"%s\": \"%s\"", name, raw),
@@ -278,7 +298,6 @@ RefuseDefault(const char *name, const char *raw, const char *detail)
 void
 FlakeDefineGucs(void)
 {
-	bool		preloading = process_shared_preload_libraries_in_progress;
 	char	   *raw_epoch = ConfiguredValue("flakeid.epoch");
 	char	   *raw_node_bits = ConfiguredValue("flakeid.node_bits");
 	char	   *raw_node_id = ConfiguredValue("flakeid.node_id");
@@ -292,40 +311,39 @@ FlakeDefineGucs(void)
 							   LayoutContext(),
 							   0,
 							   CheckEpoch, AssignEpoch, NULL);
-	if (preloading && raw_epoch != NULL && strcmp(raw_epoch, epoch_guc) != 0)
-		RefuseDefault("flakeid.epoch", raw_epoch,
-					  "flakeid.epoch must be an ISO-8601 UTC timestamp from "
-					  "1970 on, such as \"" FLAKE_DEFAULT_EPOCH "\".");
+	if (raw_epoch != NULL && strcmp(raw_epoch, epoch_guc) != 0)
+		Rejected("flakeid.epoch", raw_epoch, EPOCH_FORMAT_DETAIL);
 
 	DefineCustomIntVariable("flakeid.node_bits",
 							"Bits of the ID that hold the node id.",
 							"The remaining of the 22 low bits hold the "
 							"sequence; part of the ID layout.",
 							&node_bits_guc,
-							10, 0, FLAKE_MAX_NODE_BITS,
+							FLAKE_DEFAULT_NODE_BITS, 0, FLAKE_MAX_NODE_BITS,
 							LayoutContext(),
 							0,
 							NULL, AssignNodeBits, NULL);
-	if (preloading && !IntApplied(raw_node_bits, node_bits_guc))
-		RefuseDefault("flakeid.node_bits", raw_node_bits,
-					  psprintf("flakeid.node_bits must be an integer from 0 to %d.",
-							   FLAKE_MAX_NODE_BITS));
+	if (!IntApplied(raw_node_bits, node_bits_guc))
+		Rejected("flakeid.node_bits", raw_node_bits,
+				 psprintf("flakeid.node_bits must be an integer from 0 to %d.",
+						  FLAKE_MAX_NODE_BITS));
 
 	DefineCustomIntVariable("flakeid.node_id",
 							"This server's flakeid node id.",
 							"Unique among the servers whose IDs meet; "
-							"a standby shares its primary's.",
+							"a standby shares its primary's.  -1, the "
+							"default, means not set: no IDs are generated.",
 							&flake_node_id,
-							0, 0, (1 << FLAKE_MAX_NODE_BITS) - 1,
+							FLAKE_NODE_UNSET, FLAKE_NODE_UNSET,
+							(1 << FLAKE_MAX_NODE_BITS) - 1,
 							PGC_SIGHUP,
 							0,
 							CheckNodeId, NULL, NULL);
-	if (preloading && !IntApplied(raw_node_id, flake_node_id))
-		RefuseDefault("flakeid.node_id", raw_node_id,
-					  psprintf("With flakeid.node_bits = %d the node id must be "
-							   "an integer from 0 to %d.",
-							   flake_layout.node_bits,
-							   FlakeMaxNode(&flake_layout)));
+	if (!IntApplied(raw_node_id, flake_node_id))
+		Rejected("flakeid.node_id", raw_node_id,
+				 psprintf("With flakeid.node_bits = %d the node id must be "
+						  "an integer from 0 to %d.",
+						  guc_layout.node_bits, FlakeMaxNode(&guc_layout)));
 
 	DefineCustomIntVariable("flakeid.max_lead",
 							"How far generated IDs may run ahead of the "
@@ -334,7 +352,7 @@ FlakeDefineGucs(void)
 							"millisecond's sequence runs out; past this "
 							"lead, callers wait for the clock.",
 							&flake_max_lead_ms,
-							5000, 1, 3600 * 1000,
+							FLAKE_DEFAULT_MAX_LEAD_MS, 1, 3600 * 1000,
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
@@ -345,17 +363,47 @@ FlakeDefineGucs(void)
 							"A longer wait, as after the clock steps "
 							"backwards, fails with an error instead.",
 							&flake_max_clock_wait_ms,
-							10000, 0, 3600 * 1000,
+							FLAKE_DEFAULT_MAX_CLOCK_WAIT_MS, 0, 3600 * 1000,
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("flakeid.max_batch",
+							"The most IDs one nextflakes() call of a role "
+							"without superuser may reserve.",
+							"IDs reserved in one call are taken from the "
+							"server's capacity at once.",
+							&flake_max_batch,
+							FLAKE_DEFAULT_MAX_BATCH, 1, INT_MAX,
+							PGC_SUSET,
+							0,
 							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("flakeid");
 }
 
-/* The epoch as configured, for messages. */
-const char *
-FlakeEpochString(void)
+/*
+ * The layout the settings give.  False when one of them was rejected at
+ * startup, with its name in *bad_setting.
+ */
+bool
+FlakeConfiguredLayout(FlakeLayout *layout, const char **bad_setting)
 {
-	return epoch_guc ? epoch_guc : FLAKE_DEFAULT_EPOCH;
+	*layout = guc_layout;
+	if (bad_setting)
+		*bad_setting = rejected_layout_setting;
+	return rejected_layout_setting == NULL;
+}
+
+/* Neither generating nor decoding goes on with a rejected layout setting. */
+void
+FlakeReportInvalidLayout(const char *bad_setting)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("flakeid layout setting \"%s\" has an invalid value",
+					bad_setting ? bad_setting : "flakeid.node_bits"),
+			 errdetail("The server rejected the configured value and would otherwise use the default layout, "
+					   "which need not be the one the IDs were made with."),
+			 errhint("Correct the setting in the server's configuration and restart the server.")));
 }

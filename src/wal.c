@@ -1,81 +1,93 @@
 /*-------------------------------------------------------------------------
  *
  * wal.c
- *	  The time lease in WAL, so that a promoted standby never issues an ID
- *	  at or below one it replayed.
+ *	  The time lease in WAL, so that neither crash recovery nor a promoted
+ *	  standby issues an ID at or below one issued before.
  *
- * Every lease renewal and every accepted layout is WAL-logged through a
- * custom resource manager before the lease is used.  An ID is generated only
- * after its lease record was inserted, so a standby that replayed the row
- * holding an ID has replayed the lease covering it; redo raises the
- * standby's floor and records it in the standby's own state file.
+ * When preloaded, every lease (each renewal and each accepted layout) is
+ * WAL-logged through a custom resource manager, and the record is flushed
+ * and, when synchronous replication is configured for the server,
+ * confirmed by the synchronous standbys before any ID under the lease is
+ * issued.  Redo adopts the lease unless it is older than the recorded one:
+ * a standby's floor, in its own state file, stays above every ID its
+ * primary issued under a lease it has received.
+ *
+ * The resource manager's ID is not entered in PostgreSQL's registry of
+ * custom resource managers.  Should another preloaded extension use the
+ * same ID, the server refuses to start with an error that names both.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/xlog.h"
 #include "access/xlog_internal.h"
 #include "access/xloginsert.h"
 #include "access/xlogreader.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "replication/syncrep.h"
 
 #include "flakeid.h"
-#include "state.h"
+#include "lease.h"
+#include "shmem.h"
 
-/* Not yet reserved in PostgreSQL's registry of custom WAL resource managers. */
 #define FLAKE_RMGR_ID			167
 #define XLOG_FLAKE_LEASE		0x00
 
-typedef struct xl_flake_lease
+/*
+ * Log a lease and wait until it is flushed and, if the server's settings
+ * ask for synchronous replication (synchronous_standby_names, and
+ * synchronous_commit of remote_write or above in the server's
+ * configuration), written or flushed by the synchronous standbys.  False
+ * when the wait was cut short by a cancel or a shutdown: the lease must
+ * not be used then.
+ */
+bool
+FlakeWalLogLease(const FlakeLease *lease)
 {
-	int64		epoch_ms;		/* the layout of the primary */
-	int32		node_bits;
-	int32		node_id;		/* for pg_waldump's reader */
-	int64		lease_end;		/* no ID of the primary is at or past it */
-} xl_flake_lease;
+	XLogRecPtr	lsn;
+	bool		confirmed;
 
-/* Log a lease end; returns once the record is inserted. */
-void
-FlakeLogLease(const FlakeLayout *layout, int64 lease_end)
-{
-	xl_flake_lease rec;
-
-	memset(&rec, 0, sizeof(rec));
-	rec.epoch_ms = layout->epoch_ms;
-	rec.node_bits = layout->node_bits;
-	rec.node_id = flake_node_id;
-	rec.lease_end = lease_end;
+	CHECK_FOR_INTERRUPTS();
 	XLogBeginInsert();
-	XLogRegisterData((char *) &rec, sizeof(rec));
-	(void) XLogInsert(FLAKE_RMGR_ID, XLOG_FLAKE_LEASE);
+	XLogRegisterData((char *) lease, sizeof(FlakeLease));
+	lsn = XLogInsert(FLAKE_RMGR_ID, XLOG_FLAKE_LEASE);
+	XLogFlush(lsn);
+
+	HOLD_INTERRUPTS();
+	SyncRepWaitForLSN(lsn, false);
+	/* a cancel or a shutdown ends the wait without confirmation */
+	confirmed = !InterruptPending && !ProcDiePending;
+	RESUME_INTERRUPTS();
+	return confirmed;
 }
 
 static void
 flakeid_redo(XLogReaderState *record)
 {
 	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
-	xl_flake_lease rec;
-	FlakeLayout layout;
+	FlakeLease	lease;
 
 	if (info != XLOG_FLAKE_LEASE)
 		elog(PANIC, "flakeid_redo: unknown op code %u", info);
-	memcpy(&rec, XLogRecGetData(record), sizeof(rec));
-	layout.epoch_ms = rec.epoch_ms;
-	layout.node_bits = rec.node_bits;
-	FlakeLeaseRedo(&layout, rec.lease_end);
+	memcpy(&lease, XLogRecGetData(record), sizeof(lease));
+	if (!FlakeLeaseSane(&lease))
+		elog(PANIC, "flakeid_redo: lease record out of range");
+	(void) FlakeAdoptLease(FlakeAttach(), &lease);
 }
 
 static void
 flakeid_desc(StringInfo buf, XLogReaderState *record)
 {
-	xl_flake_lease rec;
+	FlakeLease	lease;
 
 	if ((XLogRecGetInfo(record) & ~XLR_INFO_MASK) != XLOG_FLAKE_LEASE)
 		return;
-	memcpy(&rec, XLogRecGetData(record), sizeof(rec));
+	memcpy(&lease, XLogRecGetData(record), sizeof(lease));
 	appendStringInfo(buf, "lease end %lld ms; epoch %lld ms; node_bits %d; node %d",
-					 (long long) rec.lease_end, (long long) rec.epoch_ms,
-					 rec.node_bits, rec.node_id);
+					 (long long) lease.lease_end, (long long) lease.epoch_ms,
+					 lease.node_bits, lease.node_id);
 }
 
 static const char *

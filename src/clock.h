@@ -1,0 +1,66 @@
+/*-------------------------------------------------------------------------
+ *
+ * clock.h
+ *	  The wall clock, in milliseconds since a layout's epoch.
+ *
+ * The generator reads CLOCK_REALTIME.  While the IDs run ahead of the
+ * clock it reads CLOCK_REALTIME_COARSE instead: cheaper, updated once a
+ * kernel tick, and never ahead of the precise clock.  Waits are measured
+ * on the monotonic clock (latch timeouts, instr_time), never on these.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FLAKEID_CLOCK_H
+#define FLAKEID_CLOCK_H
+
+#include <time.h>
+
+#include "flakeid.h"
+
+/* Milliseconds since the epoch by one of the system's wall clocks. */
+static inline int64
+FlakeReadClock(clockid_t clock, const FlakeLayout *layout)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (int64) ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - layout->epoch_ms;
+}
+
+/* The precise wall clock. */
+static inline int64
+FlakeClockMs(const FlakeLayout *layout)
+{
+	return FlakeReadClock(CLOCK_REALTIME, layout);
+}
+
+/* The coarse wall clock: behind the precise one by less than its slack. */
+static inline int64
+FlakeCoarseClockMs(const FlakeLayout *layout)
+{
+	return FlakeReadClock(CLOCK_REALTIME_COARSE, layout);
+}
+
+/*
+ * How far the precise clock may be ahead of the coarse one: a few of the
+ * coarse clock's ticks, to be safe; "never trust it" if the kernel does
+ * not say.
+ */
+static inline int64
+FlakeCoarseSlackMs(void)
+{
+	struct timespec res;
+
+	if (clock_getres(CLOCK_REALTIME_COARSE, &res) != 0)
+		return PG_INT64_MAX / 4;
+	return 4 * ((int64) res.tv_sec * 1000 + res.tv_nsec / 1000000 + 1);
+}
+
+/* Whether a clock reading lies within the layout's 41-bit time field. */
+static inline bool
+FlakeClockInRange(int64 now)
+{
+	return (uint64) now <= (uint64) FLAKE_MAX_MS;
+}
+
+#endif							/* FLAKEID_CLOCK_H */

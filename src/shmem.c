@@ -1,0 +1,452 @@
+/*-------------------------------------------------------------------------
+ *
+ * shmem.c
+ *	  Where the shared generator lives, how it starts, and the changes of
+ *	  its settings: the node id, the layout, the floor.
+ *
+ * Preloaded (shared_preload_libraries), the generator is in the main
+ * shared memory, set up in the postmaster; the library then also starts
+ * the lease worker with the server and WAL-logs the lease.  Without
+ * preloading, PostgreSQL 17 and later keep it in a segment of the dynamic
+ * shared memory registry, set up by the first session that needs it, and
+ * older versions have nowhere to keep it (see mode.c).
+ *
+ * Whatever changes the generator's status, node id, layout or floor holds
+ * the lock and ends with FlakePublish(), which gives the word a new
+ * generation.  A call that reserved IDs while the word changed drops them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "access/twophase.h"
+#include "storage/shmem.h"
+#include "utils/timestamp.h"
+
+#include "compat.h"
+#include "flakeid.h"
+#include "mode.h"
+#include "shmem.h"
+
+static FlakeShared *flake_shared = NULL;
+static FlakeSlot *my_slot = NULL;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static int
+FlakeSlotCount(void)
+{
+	return MaxBackends + NUM_AUXILIARY_PROCS + max_prepared_xacts;
+}
+
+static Size
+FlakeShmemSize(void)
+{
+	return add_size(offsetof(FlakeShared, slots),
+					mul_size(FlakeSlotCount(), sizeof(FlakeSlot)));
+}
+
+/* The status that the facts under the lock add up to, first cause first. */
+static FlakeStatus
+FlakeComputeStatus(const FlakeShared *s)
+{
+	if (s->changing)
+		return FLAKE_GEN_CHANGING;
+	if (!s->configured_valid)
+		return FLAKE_GEN_LAYOUT_INVALID;
+	if (s->file_status == FLAKE_FILE_UNREADABLE)
+		return FLAKE_GEN_FILE_UNREADABLE;
+	if (s->file_status == FLAKE_FILE_DAMAGED)
+		return FLAKE_GEN_FILE_DAMAGED;
+	if (!FlakeSameLayout(&s->configured, &s->layout))
+		return FLAKE_GEN_LAYOUT_CHANGED;
+	if (!FlakeNodeFits(&s->layout, s->node_id))
+		return FLAKE_GEN_NODE_UNSET;
+	return FLAKE_GEN_READY;
+}
+
+/*
+ * Give the word a new generation with the current status and node id.
+ * The caller holds the lock (or is setting the generator up).  Generation
+ * 0 is never used, so that a word of 0 is never current.
+ */
+void
+FlakePublish(FlakeShared *s)
+{
+	uint32		old = pg_atomic_read_u32(&s->word);
+	uint32		gen = FlakeWordGen(old) % 255 + 1;
+	int32		node = FlakeNodeFits(&s->layout, s->node_id) ? s->node_id : 0;
+
+	/* a full barrier: what changed is visible before the new word */
+	(void) pg_atomic_exchange_u32(&s->word,
+								  FlakeWord(gen, FlakeComputeStatus(s), node));
+}
+
+/*
+ * A consistent copy of the layout, and the word it goes with.  The layout
+ * changes only between two publications, so it is read between two equal
+ * reads of the word.
+ */
+uint32
+FlakeSnapshot(FlakeShared *s, FlakeLayout *layout)
+{
+	for (;;)
+	{
+		uint32		word = pg_atomic_read_u32(&s->word);
+
+		pg_read_barrier();
+		*layout = s->layout;
+		pg_read_barrier();
+		if (pg_atomic_read_u32(&s->word) == word &&
+			FlakeWordStatus(word) != FLAKE_GEN_CHANGING)
+			return word;
+		pg_usleep(10L);
+	}
+}
+
+/*
+ * Make the next ID's millisecond at least floor_ms, and let nothing be
+ * issued until a lease past it is durable.  Only ever raises both.
+ */
+void
+FlakeSetFloor(FlakeShared *s, int64 floor_ms)
+{
+	uint64		tick = FlakeTickOfMs(&s->layout, floor_ms);
+
+	if (pg_atomic_read_u64(&s->next_tick) < tick)
+		pg_atomic_write_u64(&s->next_tick, tick);
+	if ((int64) pg_atomic_read_u64(&s->lease_end) < floor_ms)
+		pg_atomic_write_u64(&s->lease_end, (uint64) floor_ms);
+}
+
+/*
+ * Switch to another layout.  Ticks of the old one mean nothing in the new
+ * one, so the counter and the lease start over; the caller sets the floor.
+ */
+static void
+FlakeSetLayout(FlakeShared *s, const FlakeLayout *layout)
+{
+	s->changing = true;
+	FlakePublish(s);
+	s->layout = *layout;
+	pg_atomic_write_u64(&s->next_tick, 0);
+	pg_atomic_write_u64(&s->lease_end, 0);
+	s->changing = false;
+}
+
+/* Read the state file at setup: the recorded layout and the floor. */
+static void
+FlakeLoadStateFile(FlakeShared *s)
+{
+	FlakeLease	lease;
+	FlakeFileStatus status = FlakeStateFileRead(&lease, &s->serial);
+
+	s->file_status = status;
+	s->file_errno = errno;
+	s->layout = s->configured;
+	switch (status)
+	{
+		case FLAKE_FILE_OK:
+			s->have_recorded = true;
+			s->recorded = lease;
+			FlakeLeaseLayout(&lease, &s->layout);
+			FlakeSetFloor(s, lease.lease_end);
+			if (!FlakeSameLayout(&s->layout, &s->configured) && s->configured_valid)
+				ereport(LOG,
+						(errmsg("flakeid layout differs from the one recorded in \"%s\"; IDs will not be generated",
+								FLAKE_STATE_FILE),
+						 errhint("IDs are decoded with the recorded layout until flakeid_accept_layout() accepts the new one.")));
+			break;
+		case FLAKE_FILE_MISSING:
+			ereport(LOG,
+					(errmsg("flakeid state file \"%s\" not found: IDs start from the clock",
+							FLAKE_STATE_FILE),
+					 errdetail("This is expected when the server has not generated IDs before. If the file was lost, "
+							   "IDs that this node id issued at or after the clock may be issued again.")));
+			break;
+		case FLAKE_FILE_DAMAGED:
+			ereport(LOG,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("flakeid state file \"%s\" is damaged; IDs will not be generated",
+							FLAKE_STATE_FILE)));
+			break;
+		case FLAKE_FILE_UNREADABLE:
+			errno = s->file_errno;
+			ereport(LOG,
+					(errcode_for_file_access(),
+					 errmsg("could not read flakeid state file \"%s\": %m; IDs will not be generated",
+							FLAKE_STATE_FILE)));
+			break;
+	}
+}
+
+/* Set up the generator: from the settings of this process and the file. */
+static void
+FlakeInitShared(void *ptr)
+{
+	FlakeShared *s = (FlakeShared *) ptr;
+
+	memset(s, 0, FlakeShmemSize());
+	pg_atomic_init_u64(&s->next_tick, 0);
+	pg_atomic_init_u32(&s->word, 0);
+	pg_atomic_init_u32(&s->renew_asked, 0);
+	pg_atomic_init_u64(&s->lease_end, 0);
+	pg_atomic_init_u64(&s->lease_wanted, 0);
+	pg_atomic_init_u64(&s->waits, 0);
+	pg_atomic_init_u64(&s->clock_steps_back, 0);
+	pg_atomic_init_u64(&s->worker_launched_at, 0);
+	ConditionVariableInit(&s->lease_cv);
+	LWLockInitialize(&s->lock, FlakeNewTranche());
+	s->worker_latch = NULL;
+	s->started = GetCurrentTimestamp();
+	s->nslots = FlakeSlotCount();
+	for (int i = 0; i < s->nslots; i++)
+		pg_atomic_init_u64(&s->slots[i].issued, 0);
+
+	s->configured_valid = FlakeConfiguredLayout(&s->configured, NULL);
+	s->node_id = flake_node_id;
+	FlakeLoadStateFile(s);
+	FlakePublish(s);
+}
+
+static void
+FlakeShmemRequest(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(FlakeShmemSize());
+}
+
+/* Set up the generator in the postmaster, when preloaded. */
+static void
+FlakeShmemStartup(void)
+{
+	bool		found;
+	FlakeShared *s;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	s = ShmemInitStruct("flakeid", FlakeShmemSize(), &found);
+	if (!found)
+		FlakeInitShared(s);
+	flake_shared = s;
+	LWLockRelease(AddinShmemInitLock);
+	FlakeNameTranche(s->lock.tranche);
+}
+
+/* When preloading, ask for shared memory and set it up at startup. */
+void
+FlakeShmemInit(void)
+{
+	if (!FlakePreloaded())
+		return;
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = FlakeShmemRequest;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = FlakeShmemStartup;
+}
+
+/* The shared generator, or NULL where there can be none. */
+FlakeShared *
+FlakeAttach(void)
+{
+#ifdef FLAKE_HAVE_DSM_REGISTRY
+	if (unlikely(flake_shared == NULL) && !FlakePreloaded())
+	{
+		bool		found;
+		FlakeShared *s;
+
+		s = FlakeGetNamedSegment("flakeid", FlakeShmemSize(), FlakeInitShared,
+								 &found);
+		FlakeNameTranche(s->lock.tranche);
+		flake_shared = s;
+	}
+#endif
+	return flake_shared;
+}
+
+/* This process's counter of issued IDs. */
+FlakeSlot *
+FlakeMySlot(void)
+{
+	if (unlikely(my_slot == NULL))
+	{
+		FlakeShared *s = FlakeAttach();
+
+		Assert(s != NULL && FlakeMyProcNumber() < s->nslots);
+		my_slot = &s->slots[FlakeMyProcNumber()];
+	}
+	return my_slot;
+}
+
+/*
+ * Adopt a node id from the settings (the lease worker, after a reload).
+ * IDs of the new node id start in a later millisecond than every ID of the
+ * old one, so that they stay strictly increasing.  A node id that does not
+ * fit the layout in use is not adopted: the old one stays, as PostgreSQL
+ * keeps a setting whose new value it rejects.
+ */
+void
+FlakeAdoptNode(FlakeShared *s, int32 node_id)
+{
+	int32		old;
+
+	LWLockAcquire(&s->lock, LW_EXCLUSIVE);
+	old = s->node_id;
+	if (node_id == old)
+	{
+		LWLockRelease(&s->lock);
+		return;
+	}
+	if (node_id != FLAKE_NODE_UNSET && !FlakeNodeFits(&s->layout, node_id))
+	{
+		LWLockRelease(&s->lock);
+		ereport(LOG,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("flakeid.node_id %d does not fit the layout in use; node id %d stays",
+						node_id, old),
+				 errdetail("The generator uses flakeid.node_bits = %d, so node ids run from 0 to %d.",
+						   s->layout.node_bits, FlakeMaxNode(&s->layout))));
+		return;
+	}
+
+	/* calls that reserve from here on start over and wait for the end */
+	s->changing = true;
+	FlakePublish(s);
+	for (;;)
+	{
+		uint64		next = pg_atomic_read_u64(&s->next_tick);
+		uint64		bump = next == 0 ? 0 :
+			FlakeTickOfMs(&s->layout, FlakeTickMs(&s->layout, next - 1) + 1);
+
+		if (bump <= next ||
+			pg_atomic_compare_exchange_u64(&s->next_tick, &next, bump))
+			break;
+	}
+	s->node_id = node_id;
+	s->changing = false;
+	FlakePublish(s);
+	LWLockRelease(&s->lock);
+
+	if (node_id == FLAKE_NODE_UNSET)
+		ereport(LOG,
+				(errmsg("flakeid.node_id is no longer set; IDs will not be generated")));
+	else
+		ereport(LOG,
+				(errmsg("flakeid node id changed from %d to %d", old, node_id)));
+}
+
+/*
+ * Store a lease in the state file and in the generator.  A renewal raises
+ * the lease end; a floor (a replayed or accepted lease) may also bring a
+ * layout and raises the next ID.  Returns false with errno set when the
+ * file could not be written; the generator is then unchanged.
+ */
+bool
+FlakeStoreLease(FlakeShared *s, const FlakeLease *lease, bool is_floor)
+{
+	FlakeLayout layout;
+
+	LWLockAcquire(&s->lock, LW_EXCLUSIVE);
+	if (!FlakeStateFileWrite(lease, s->serial + 1))
+	{
+		int			save_errno = errno;
+
+		if (!s->lease_failing)
+			ereport(LOG,
+					(errcode_for_file_access(),
+					 errmsg("could not write flakeid state file \"%s\": %m", FLAKE_STATE_FILE),
+					 errdetail("No IDs will be generated past the current lease until the file can be written.")));
+		s->lease_failing = true;
+		s->lease_errno = save_errno;
+		LWLockRelease(&s->lock);
+		errno = save_errno;
+		return false;
+	}
+	if (s->lease_failing)
+		ereport(LOG,
+				(errmsg("flakeid state file \"%s\" written again", FLAKE_STATE_FILE)));
+	s->lease_failing = false;
+	s->serial++;
+	s->recorded = *lease;
+	s->have_recorded = true;
+	s->file_status = FLAKE_FILE_OK;
+
+	FlakeLeaseLayout(lease, &layout);
+	if (is_floor)
+	{
+		if (!FlakeSameLayout(&layout, &s->layout))
+			FlakeSetLayout(s, &layout);
+		FlakeSetFloor(s, lease->lease_end);
+	}
+	else if ((int64) pg_atomic_read_u64(&s->lease_end) < lease->lease_end)
+		pg_atomic_write_u64(&s->lease_end, (uint64) lease->lease_end);
+	FlakePublish(s);
+	LWLockRelease(&s->lock);
+	return true;
+}
+
+/*
+ * Adopt a lease replayed from WAL, on a standby or in crash recovery,
+ * unless it is older than the one recorded: the floor never goes back.
+ * Failing to write the state file stops recovery, which would otherwise
+ * lose the floor.  Returns whether the lease was adopted.
+ */
+bool
+FlakeAdoptLease(FlakeShared *s, const FlakeLease *lease)
+{
+	bool		newer;
+
+	LWLockAcquire(&s->lock, LW_SHARED);
+	newer = !s->have_recorded ||
+		(FlakeLeaseCovers(lease, &s->recorded) &&
+		 memcmp(lease, &s->recorded, sizeof(FlakeLease)) != 0);
+	LWLockRelease(&s->lock);
+	if (!newer)
+		return false;
+	if (!FlakeStoreLease(s, lease, true))
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write flakeid state file \"%s\": %m", FLAKE_STATE_FILE)));
+	return true;
+}
+
+/*
+ * The layout that decoding uses: the generator's, which is the one its
+ * IDs were made with (recorded in the state file) until a new one is
+ * accepted; where there is no generator, the settings'.
+ */
+const FlakeLayout *
+FlakeDecodeLayout(void)
+{
+	static FlakeLayout layout;
+	static uint32 layout_word = 0;
+	FlakeShared *s = FlakeAttach();
+	const char *bad = NULL;
+	uint32		word;
+
+	if (s == NULL)
+	{
+		if (!FlakeConfiguredLayout(&layout, &bad))
+			FlakeReportInvalidLayout(bad);
+		return &layout;
+	}
+	word = pg_atomic_read_u32(&s->word);
+	if (unlikely(word != layout_word))
+	{
+		word = FlakeSnapshot(s, &layout);
+		if (FlakeWordStatus(word) == FLAKE_GEN_LAYOUT_INVALID)
+		{
+			(void) FlakeConfiguredLayout(&layout, &bad);
+			layout_word = 0;
+			FlakeReportInvalidLayout(bad);
+		}
+		layout_word = word;
+	}
+	return &layout;
+}

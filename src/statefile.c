@@ -1,0 +1,268 @@
+/*-------------------------------------------------------------------------
+ *
+ * statefile.c
+ *	  Reading and writing flakeid.state, the state file in the data
+ *	  directory.
+ *
+ * The file holds the newest lease twice, in two 512-byte copies that sit
+ * in separate 4 kB blocks (offsets 0 and 4096), each with a CRC.  A
+ * renewal writes and fsyncs the copy at 4096, then the copy at 0, and the
+ * lease is used only after both are on disk.  So at every moment each
+ * valid copy holds a lease at least as far as every ID issued: a torn
+ * write damages only the copy being written, and the other one is safe to
+ * use; a copy damaged later has a twin with the same lease.
+ *
+ * Version 1 of the file kept its two copies at offsets 0 and 512, written
+ * alternately; it is still read, and the first write replaces it.
+ *
+ * This file knows nothing of shared memory: callers pass what to write
+ * and take what was read.  flakeid_state_file() shows the copies to SQL,
+ * so that tests and operators read the format from here alone.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "port/pg_crc32c.h"
+#include "storage/fd.h"
+
+#include "statefile.h"
+
+#define FLAKE_RECORD_MAGIC		0x464c4b31	/* "FLK1" */
+#define FLAKE_RECORD_VERSION	2
+#define FLAKE_RECORD_V1			1
+#define FLAKE_RECORD_SIZE		512
+
+typedef struct FlakeRecord
+{
+	uint32		magic;
+	uint32		version;
+	uint64		serial;			/* renewals since the file was made */
+	FlakeLease	lease;
+	pg_crc32c	crc;			/* of everything above */
+} FlakeRecord;
+
+StaticAssertDecl(sizeof(FlakeRecord) <= FLAKE_RECORD_SIZE,
+				 "flakeid state record too large");
+StaticAssertDecl(offsetof(FlakeRecord, lease) == 16,
+				 "flakeid state record layout changed");
+
+/* The copies of the current format, in the order they are written. */
+#define FLAKE_SLOT_FIRST		1	/* offset 4096 */
+#define FLAKE_SLOT_SECOND		0	/* offset 0 */
+#define FLAKE_SLOT_V1			2	/* offset 512: version 1's second copy */
+
+static const int slot_offset[FLAKE_FILE_SLOTS] = {0, 4096, 512};
+
+/* Whether the version 1 copy was wiped by this process already. */
+static bool v1_copy_wiped = false;
+
+static pg_crc32c
+RecordCrc(const FlakeRecord *rec)
+{
+	pg_crc32c	crc;
+
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, rec, offsetof(FlakeRecord, crc));
+	FIN_CRC32C(crc);
+	return crc;
+}
+
+/* Whether a record may sit in a slot: version 1 at 0 and 512, 2 at 0 and 4096. */
+static bool
+VersionFitsSlot(uint32 version, int slot)
+{
+	if (version == FLAKE_RECORD_VERSION)
+		return slot != FLAKE_SLOT_V1;
+	if (version == FLAKE_RECORD_V1)
+		return slot != FLAKE_SLOT_FIRST;
+	return false;
+}
+
+/* Read one slot; false with errno set when the read itself failed. */
+static bool
+ReadSlot(int fd, int slot, FlakeFileCopy *copy)
+{
+	char		buf[FLAKE_RECORD_SIZE];
+	FlakeRecord rec;
+	ssize_t		got;
+
+	memset(copy, 0, sizeof(FlakeFileCopy));
+	copy->offset = slot_offset[slot];
+	got = pg_pread(fd, buf, FLAKE_RECORD_SIZE, slot_offset[slot]);
+	if (got < 0)
+		return false;
+	copy->present = (got == FLAKE_RECORD_SIZE);
+	if (!copy->present)
+		return true;
+	memcpy(&rec, buf, sizeof(rec));
+	copy->version = rec.version;
+	copy->serial = rec.serial;
+	copy->lease = rec.lease;
+	copy->valid = rec.magic == FLAKE_RECORD_MAGIC &&
+		VersionFitsSlot(rec.version, slot) &&
+		EQ_CRC32C(rec.crc, RecordCrc(&rec)) &&
+		FlakeLeaseSane(&rec.lease);
+	return true;
+}
+
+/*
+ * Read every slot of the file into copies; returns the number read, 0
+ * when the file does not exist, or -1 with errno set when it cannot be
+ * read.
+ */
+int
+FlakeStateFileCopies(FlakeFileCopy *copies)
+{
+	int			fd;
+
+	fd = BasicOpenFile(FLAKE_STATE_FILE, O_RDONLY | PG_BINARY);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1;
+	for (int slot = 0; slot < FLAKE_FILE_SLOTS; slot++)
+	{
+		if (!ReadSlot(fd, slot, &copies[slot]))
+		{
+			int			save_errno = errno;
+
+			close(fd);
+			errno = save_errno;
+			return -1;
+		}
+	}
+	close(fd);
+	return FLAKE_FILE_SLOTS;
+}
+
+/*
+ * Read the newest lease of the state file.  A damaged copy is reported
+ * with a WARNING; the lease then comes from its twin.  On
+ * FLAKE_FILE_UNREADABLE errno says why.
+ */
+FlakeFileStatus
+FlakeStateFileRead(FlakeLease *lease, uint64 *serial)
+{
+	FlakeFileCopy copies[FLAKE_FILE_SLOTS];
+	int			nread = FlakeStateFileCopies(copies);
+	int			best = -1;
+	int			twin;
+
+	if (nread == 0)
+		return FLAKE_FILE_MISSING;
+	if (nread < 0)
+		return FLAKE_FILE_UNREADABLE;
+
+	for (int slot = 0; slot < FLAKE_FILE_SLOTS; slot++)
+	{
+		if (copies[slot].valid &&
+			(best < 0 || copies[slot].serial > copies[best].serial))
+			best = slot;
+	}
+	if (best < 0)
+		return FLAKE_FILE_DAMAGED;
+
+	/* the other copy of the same format */
+	if (copies[best].version == FLAKE_RECORD_V1)
+		twin = (best == FLAKE_SLOT_V1) ? 0 : FLAKE_SLOT_V1;
+	else
+		twin = (best == FLAKE_SLOT_FIRST) ? FLAKE_SLOT_SECOND : FLAKE_SLOT_FIRST;
+	if (!copies[twin].valid ||
+		(copies[best].version == FLAKE_RECORD_VERSION &&
+		 copies[twin].version != FLAKE_RECORD_VERSION))
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("flakeid state file \"%s\" has a damaged copy of the time lease",
+						FLAKE_STATE_FILE),
+				 errdetail("The copy at offset %d is not valid; the lease is read from the copy at offset %d.",
+						   copies[twin].offset, copies[best].offset),
+				 errhint("The next renewal of the lease rewrites both copies.")));
+
+	*lease = copies[best].lease;
+	*serial = copies[best].serial;
+	return FLAKE_FILE_OK;
+}
+
+/* Write one slot and fsync it. */
+static bool
+WriteSlot(int fd, int slot, const char *buf)
+{
+	errno = 0;
+	if (pg_pwrite(fd, buf, FLAKE_RECORD_SIZE, slot_offset[slot]) != FLAKE_RECORD_SIZE)
+	{
+		if (errno == 0)
+			errno = ENOSPC;		/* a short write is a full disk */
+		return false;
+	}
+	return pg_fsync(fd) == 0;
+}
+
+/* Zero the version 1 copy at offset 512, once, if it is still there. */
+static bool
+WipeV1Copy(int fd)
+{
+	FlakeFileCopy copy;
+	char		zeros[FLAKE_RECORD_SIZE];
+
+	if (v1_copy_wiped)
+		return true;
+	if (!ReadSlot(fd, FLAKE_SLOT_V1, &copy))
+		return false;
+	if (copy.present && copy.version != 0)
+	{
+		memset(zeros, 0, sizeof(zeros));
+		if (!WriteSlot(fd, FLAKE_SLOT_V1, zeros))
+			return false;
+	}
+	v1_copy_wiped = true;
+	return true;
+}
+
+/*
+ * Write a lease with the given serial into both copies, each fsync'd
+ * before the next is written.  Returns false with errno set on failure;
+ * then neither the lease nor anything above the previous one may be used.
+ */
+bool
+FlakeStateFileWrite(const FlakeLease *lease, uint64 serial)
+{
+	char		buf[FLAKE_RECORD_SIZE];
+	FlakeRecord rec;
+	struct stat st;
+	bool		created;
+	int			fd;
+	bool		ok;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.magic = FLAKE_RECORD_MAGIC;
+	rec.version = FLAKE_RECORD_VERSION;
+	rec.serial = serial;
+	rec.lease = *lease;
+	rec.crc = RecordCrc(&rec);
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, &rec, sizeof(rec));
+
+	fd = BasicOpenFile(FLAKE_STATE_FILE, O_RDWR | O_CREAT | PG_BINARY);
+	if (fd < 0)
+		return false;
+	created = fstat(fd, &st) == 0 && st.st_size == 0;
+	ok = WriteSlot(fd, FLAKE_SLOT_FIRST, buf) &&
+		WriteSlot(fd, FLAKE_SLOT_SECOND, buf) &&
+		WipeV1Copy(fd);
+	if (!ok)
+	{
+		int			save_errno = errno;
+
+		close(fd);
+		errno = save_errno;
+		return false;
+	}
+	close(fd);
+	/* a new file needs its directory entry on disk too */
+	if (created && fsync_fname_ext(".", true, false, LOG) != 0)
+		return false;
+	return true;
+}

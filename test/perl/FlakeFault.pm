@@ -1,7 +1,7 @@
-# Helpers for flakeid's fault-injection TAP tests (010-015): a node whose
-# clock can be set back under libfaketime, a crash of the whole server, the
-# SQLSTATE of a failing statement, the time lease file read from outside,
-# and checks of generated IDs by their properties.
+# Helpers for flakeid's fault-injection TAP tests: a server whose clock can
+# be moved under libfaketime, one whose postmaster can be made unable to
+# fork, and crashes.  Everything else a test needs
+# (nodes, queries, SQLSTATEs, the generator's status) is in FlakeTest.pm.
 
 package FlakeFault;
 
@@ -10,40 +10,17 @@ use warnings;
 
 use Exporter 'import';
 use File::Copy qw(move);
-use IPC::Run;
+use FlakeTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
 
 our @EXPORT = qw(
-  faketime_library fault_node start_faked set_clock server_clock_offset
-  wait_clock_offset crash_node psql_state sqlstate_of status_of
-  read_lease_file ids_unique wait_until tick_sql server_processes
-  start_pgbench
+  faketime_library start_faked set_clock offset_to server_clock_offset
+  wait_clock_offset crash_node server_processes start_fork_switch
+  fork_failing
 );
-
-# Start pgbench in the background on a script of one SQL line; returns the
-# IPC::Run handle and references to its standard output and error.
-sub start_pgbench
-{
-	my ($node, $name, $sql, $timeout, @options) = @_;
-	my $script = $node->basedir . "/$name.sql";
-	my ($out, $err) = ('', '');
-
-	PostgreSQL::Test::Utils::append_to_file($script, "$sql\n");
-	my $handle = IPC::Run::start(
-		[
-			'pgbench', '-n', @options, '-f', $script,
-			'-h', $node->host, '-p', $node->port, 'postgres'
-		],
-		'>', \$out, '2>', \$err,
-		IPC::Run::timeout($timeout));
-	return ($handle, \$out, \$err);
-}
-
-# The default layout: 12 sequence bits, 10 node bits.
-use constant SEQ_BITS => 12;
 
 # The path of libfaketime's preload library, or undef.
 sub faketime_library
@@ -59,30 +36,6 @@ sub faketime_library
 	my $listed = `dpkg -L libfaketime 2>/dev/null`;
 	return $1 if $listed =~ m{^(/\S*/libfaketime\.so\.1)$}m;
 	return undef;
-}
-
-# A new, initialised but not started node with flakeid preloaded, quiet
-# logs (the tests run millions of statements) and the clock file its
-# faketime start reads.  Options: node_id (default 1), conf (more lines),
-# initdb (more initdb arguments).
-sub fault_node
-{
-	my ($name, %opts) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	my $node_id = $opts{node_id} // 1;
-
-	$node->init(extra => $opts{initdb} // []);
-	$node->append_conf(
-		'postgresql.conf', qq{
-shared_preload_libraries = 'flakeid'
-flakeid.node_id = $node_id
-max_worker_processes = 16
-log_statement = none
-log_min_duration_statement = -1
-});
-	$node->append_conf('postgresql.conf', $opts{conf}) if defined $opts{conf};
-	set_clock($node, '+0');
-	return $node;
 }
 
 # The file libfaketime reads the clock offset of a node from.
@@ -109,6 +62,14 @@ sub set_clock
 	move("$file.new", $file) or die "could not rename to $file: $!";
 	note "clock of node " . $node->name . " set to real time $offset";
 	return;
+}
+
+# The clock offset, for set_clock or start_faked, that makes a server's
+# clock read the given moment (seconds since 1970) now.
+sub offset_to
+{
+	my ($moment) = @_;
+	return sprintf('%+d', int($moment - time()));
 }
 
 # libfaketime 0.9.10 turns faking off in a process while it sleeps in
@@ -197,27 +158,80 @@ epoll_pwait(int fd, struct epoll_event *ev, int n, int t, const sigset_t *m)
 }
 EOC
 
-my $preload;
+# A preload library that makes fork() fail with EAGAIN, as at the process
+# limit, while the file that FLAKE_FAIL_FORK names exists.
+my $fork_shim_source = <<'EOC';
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/types.h>
+#include <unistd.h>
 
-# The LD_PRELOAD value that fakes the clock: the shim (built once per test
-# script) and libfaketime.
-sub faketime_preload
+typedef pid_t (*fork_f) (void);
+
+pid_t
+fork(void)
 {
-	return $preload if defined $preload;
+	static fork_f real_fork;
+	const char *switch_file = getenv("FLAKE_FAIL_FORK");
 
-	my $lib = faketime_library() or die 'libfaketime is not installed';
+	if (real_fork == NULL)
+		real_fork = (fork_f) dlsym(RTLD_NEXT, "fork");
+	if (switch_file != NULL && access(switch_file, F_OK) == 0)
+	{
+		errno = EAGAIN;
+		return -1;
+	}
+	return real_fork();
+}
+EOC
+
+my %built;
+
+# Build a shim once per test script; returns the path of the library.
+sub build_shim
+{
+	my ($name, $source) = @_;
+	return $built{$name} if defined $built{$name};
+
 	my $dir = $PostgreSQL::Test::Utils::tmp_check;
-	my $src = "$dir/faketime_shim.c";
-	my $so = "$dir/faketime_shim_$$.so";
+	my $src = "$dir/$name.c";
+	my $so = "$dir/${name}_$$.so";
 
 	open my $fh, '>', $src or die "could not write $src: $!";
-	print $fh $shim_source;
+	print $fh $source;
 	close $fh;
 	my $cc = $ENV{CC} // 'cc';
 	system($cc, '-shared', '-fPIC', '-O2', '-o', $so, $src, '-ldl') == 0
 	  or die "could not build $so with $cc";
-	$preload = "$so:$lib";
-	return $preload;
+	$built{$name} = $so;
+	return $so;
+}
+
+# The LD_PRELOAD value that fakes the clock: the shim and libfaketime.
+sub faketime_preload
+{
+	my $lib = faketime_library() or die 'libfaketime is not installed';
+	return build_shim('faketime_shim', $shim_source) . ":$lib";
+}
+
+# The file whose existence makes a node started by start_fork_switch fail
+# to fork.
+sub fork_failing
+{
+	my ($node) = @_;
+	return $node->basedir . '/fail_fork';
+}
+
+# Start the node so that its postmaster cannot fork while the file
+# fork_failing($node) exists.
+sub start_fork_switch
+{
+	my ($node, %params) = @_;
+	local $ENV{LD_PRELOAD} = build_shim('fork_shim', $fork_shim_source);
+	local $ENV{FLAKE_FAIL_FORK} = fork_failing($node);
+	return $node->start(%params);
 }
 
 # Start the node under libfaketime, its clock $offset from the real one.
@@ -270,21 +284,6 @@ sub wait_clock_offset
 		return $offset if time() > $deadline;
 		usleep(20_000);
 	}
-}
-
-# Poll $cond (a code ref) every $interval seconds until it returns true or
-# $timeout seconds have passed; returns its last result.
-sub wait_until
-{
-	my ($cond, $timeout, $interval) = @_;
-	my $deadline = time() + $timeout;
-	my $result;
-
-	until (($result = $cond->()) || time() > $deadline)
-	{
-		usleep(int(($interval // 0.1) * 1_000_000));
-	}
-	return $result;
 }
 
 # The children of a process, from /proc.
@@ -374,119 +373,6 @@ sub crash_node
 	# the node is down: PostgreSQL::Test::Cluster must not stop it again
 	$node->{_pid} = undef;
 	return scalar @victims;
-}
-
-# Run SQL with verbose errors; returns (exit code, stdout, stderr, the
-# SQLSTATE of the first error or undef).
-sub psql_state
-{
-	my ($node, $sql, %params) = @_;
-	my ($ret, $out, $err) = $node->psql(
-		'postgres', $sql,
-		extra_params => [ '-v', 'VERBOSITY=verbose' ],
-		%params);
-	return ($ret, $out, $err, sqlstate_of($err));
-}
-
-# The SQLSTATE of the first error in verbose psql output, or undef.
-sub sqlstate_of
-{
-	my ($err) = @_;
-	return undef unless defined $err;
-	return $err =~ /\b(?:ERROR|FATAL|PANIC):  ([0-9A-Z]{5}):/ ? $1 : undef;
-}
-
-# flakeid_status() as a hash (columns as psql prints them).
-sub status_of
-{
-	my ($via) = @_;
-	my @cols = qw(state node_id node_bits epoch last_id last_time lead_ms
-	  lease_end issued waits clock_steps_back started);
-	my $sql = 'SELECT ' . join(', ', @cols) . ' FROM flakeid_status()';
-	my $line =
-	  $via->isa('PostgreSQL::Test::Cluster')
-	  ? $via->safe_psql('postgres', $sql)
-	  : $via->query_safe($sql);
-	my %status;
-	@status{@cols} = split /\|/, $line, -1;
-	return \%status;
-}
-
-# CRC-32C (Castagnoli), as PostgreSQL's pg_crc32c computes it.
-sub crc32c
-{
-	my ($data) = @_;
-	my $crc = 0xFFFFFFFF;
-
-	foreach my $byte (unpack 'C*', $data)
-	{
-		$crc ^= $byte;
-		$crc = ($crc & 1) ? (($crc >> 1) ^ 0x82F63B78) : ($crc >> 1)
-		  for 1 .. 8;
-	}
-	return $crc ^ 0xFFFFFFFF;
-}
-
-# Read the time lease file flakeid.state of a node from outside the
-# server: two 512-byte copies of a record, the valid one with the higher
-# serial wins.  Returns a hash (serial, lease_end in ms since the epoch,
-# epoch_ms, node_bits, node_id, valid_copies) or undef when no copy is valid.
-sub read_lease_file
-{
-	my ($node) = @_;
-	my $path = $node->data_dir . '/flakeid.state';
-	my $best;
-	my $valid = 0;
-
-	open my $fh, '<:raw', $path or return undef;
-	local $/;
-	my $data = <$fh>;
-	close $fh;
-
-	foreach my $copy (0, 1)
-	{
-		next if length($data) < ($copy + 1) * 512;
-		my $rec = substr($data, $copy * 512, 48);
-		my ($magic, $version, $serial, $epoch_ms, $node_bits, $node_id,
-			$lease_end, $crc)
-		  = unpack 'L< L< Q< q< l< l< q< L<', $rec;
-		next unless $magic == 0x464c4b31 && $version == 1;
-		next unless $crc == crc32c(substr($rec, 0, 40));
-		$valid++;
-		$best = {
-			serial    => $serial,
-			epoch_ms  => $epoch_ms,
-			node_bits => $node_bits,
-			node_id   => $node_id,
-			lease_end => $lease_end
-		  }
-		  if !defined $best || $serial > $best->{serial};
-	}
-	$best->{valid_copies} = $valid if $best;
-	return $best;
-}
-
-# SQL for the generator's tick of an ID column or expression (default
-# layout): milliseconds and sequence without the node bits.  Consecutive IDs
-# of one node have consecutive ticks.
-sub tick_sql
-{
-	my ($expr) = @_;
-	return "(((($expr)::bigint >> 22) << "
-	  . SEQ_BITS
-	  . ") | (($expr)::bigint & "
-	  . ((1 << SEQ_BITS) - 1) . "))";
-}
-
-# Assert that a query's column id holds no duplicate; returns the count.
-sub ids_unique
-{
-	my ($node, $query, $test_name) = @_;
-	my ($total, $distinct) = split /\|/,
-	  $node->safe_psql('postgres',
-		"SELECT count(*), count(DISTINCT id) FROM ($query) AS ids");
-	is($total - $distinct, 0, "$test_name: no duplicate among $total IDs");
-	return $total;
 }
 
 1;

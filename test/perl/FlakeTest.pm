@@ -1,5 +1,6 @@
-# Helpers shared by flakeid's TAP tests: a node with flakeid preloaded, and
-# assertions on the SQLSTATE of failing statements.
+# The core helpers of flakeid's TAP tests: nodes, queries, SQLSTATEs, the
+# generator's status and state file, and checks of generated IDs by their
+# properties.  Clock and crash faults are in FlakeFault.pm.
 
 package FlakeTest;
 
@@ -7,28 +8,53 @@ use strict;
 use warnings;
 
 use Exporter 'import';
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(time usleep);
 
-our @EXPORT = qw(flake_node psql_as fails_with start_fails settings_locked);
+our @EXPORT = qw(
+  flake_node psql_as psql_state sqlstate_of fails_with start_fails
+  settings_locked status_of state_file_copies ids_unique ids_increasing
+  increasing_sql tick_sql wait_until start_pgbench
+  FLAKE_LOW_BITS
+);
+
+# The low bits of an ID, shared by the node id and the sequence: the one
+# fact of the layout the tests cannot ask the server for.  Everything else
+# (node bits, sequence bits) comes from flakeid_status() or the settings.
+use constant FLAKE_LOW_BITS => 22;
 
 # A new, initialised but not started node.  Options:
 #   preload   => 0 to leave flakeid out of shared_preload_libraries
 #   node_id   => the flakeid.node_id to write into postgresql.conf
 #   conf      => more postgresql.conf lines
 #   streaming => 1 for a primary that standbys can be made from
+#   archiving => 1 for a primary that archives its WAL
+#   quiet     => 1 for tests that run millions of statements: no statement
+#                logging, room for background workers
+#   initdb    => more initdb arguments (an array ref)
 sub flake_node
 {
 	my ($name, %opts) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
 
-	$node->init(allows_streaming => $opts{streaming} ? 1 : 0);
+	$node->init(
+		allows_streaming => $opts{streaming} ? 1 : 0,
+		has_archiving    => $opts{archiving} ? 1 : 0,
+		extra            => $opts{initdb} // []);
 	$node->append_conf('postgresql.conf',
 		"shared_preload_libraries = 'flakeid'")
 	  unless defined $opts{preload} && !$opts{preload};
 	$node->append_conf('postgresql.conf', "flakeid.node_id = $opts{node_id}")
 	  if defined $opts{node_id};
+	$node->append_conf(
+		'postgresql.conf', q{
+max_worker_processes = 16
+log_statement = none
+log_min_duration_statement = -1
+}) if $opts{quiet};
 	$node->append_conf('postgresql.conf', $opts{conf}) if defined $opts{conf};
 	return $node;
 }
@@ -50,15 +76,31 @@ sub psql_as
 	return ($ret, $out, $err);
 }
 
+# The SQLSTATE of the first error in verbose psql output, or undef.
+sub sqlstate_of
+{
+	my ($err) = @_;
+	return undef unless defined $err;
+	return $err =~ /\b(?:ERROR|FATAL|PANIC):  ([0-9A-Z]{5}):/ ? $1 : undef;
+}
+
+# psql_as, and the SQLSTATE of the first error (or undef) as a fourth value.
+sub psql_state
+{
+	my ($node, $sql, %opts) = @_;
+	my ($ret, $out, $err) = psql_as($node, $sql, %opts);
+	return ($ret, $out, $err, sqlstate_of($err));
+}
+
 # Assert that SQL fails with an ERROR of the given SQLSTATE (or of one of
 # several, as in "55P02|42501"); returns the error text (with DETAIL and
 # HINT lines) for further checks.
 sub fails_with
 {
 	my ($node, $sql, $sqlstate, $test_name, %opts) = @_;
-	my ($ret, $out, $err) = psql_as($node, $sql, %opts);
+	my ($ret, $out, $err, $state) = psql_state($node, $sql, %opts);
 
-	ok($ret != 0 && $err =~ /\b(?:ERROR|FATAL):  (?:$sqlstate):/,
+	ok($ret != 0 && defined $state && $state =~ /^(?:$sqlstate)$/,
 		"$test_name: fails with SQLSTATE $sqlstate")
 	  or diag("exit code $ret\nstdout: $out\nstderr: $err");
 	return $err;
@@ -124,6 +166,132 @@ sub settings_locked
 	my (undef, $after) = psql_as($node, "SHOW $guc", %as);
 	is($after, $before, "$who: still $before");
 	return;
+}
+
+# Run a query through a node or a background psql session.
+sub query_via
+{
+	my ($via, $sql) = @_;
+	return $via->isa('PostgreSQL::Test::Cluster')
+	  ? $via->safe_psql('postgres', $sql)
+	  : $via->query_safe($sql);
+}
+
+# flakeid_status() as a hash (columns as psql prints them).
+sub status_of
+{
+	my ($via) = @_;
+	my @cols = qw(state node_id node_bits epoch last_id last_time lead_ms
+	  lease_end issued waits clock_steps_back started);
+	my $line =
+	  query_via($via, 'SELECT ' . join(', ', @cols) . ' FROM flakeid_status()');
+	my %status;
+	@status{@cols} = split /\|/, $line, -1;
+	return \%status;
+}
+
+# The copies of the time lease in a node's state file, as the server reads
+# them (flakeid_state_file()): a list of hashes, in file order.  The format
+# of the file is defined in src/statefile.c alone.
+sub state_file_copies
+{
+	my ($via) = @_;
+	my @cols = qw(offset valid version serial node_bits node_id lease_end_ms);
+	my $rows = query_via($via,
+		'SELECT "offset", valid, version, serial, node_bits, node_id, lease_end_ms '
+		  . 'FROM flakeid_state_file() ORDER BY "offset"');
+	my @copies;
+	foreach my $line (split /\n/, $rows)
+	{
+		my %copy;
+		@copy{@cols} = split /\|/, $line, -1;
+		push @copies, \%copy;
+	}
+	return @copies;
+}
+
+# Assert that a query's column id holds no duplicate; returns the count.
+sub ids_unique
+{
+	my ($node, $query, $test_name) = @_;
+	my ($total, $distinct) = split /\|/,
+	  $node->safe_psql('postgres',
+		"SELECT count(*), count(DISTINCT id) FROM ($query) AS ids");
+	is($total - $distinct, 0, "$test_name: no duplicate among $total IDs");
+	return $total;
+}
+
+# SQL that is true when the column id of a query is unique and strictly
+# increasing in the order of column $order (within each group of column
+# $partition, when given).
+sub increasing_sql
+{
+	my ($query, $order, $partition) = @_;
+	my $over =
+	  defined $partition
+	  ? "PARTITION BY $partition ORDER BY $order"
+	  : "ORDER BY $order";
+	return qq{
+	SELECT count(*) = count(DISTINCT id) AND coalesce(bool_and(id > prev), true)
+	FROM (SELECT id, lag(id) OVER ($over) AS prev FROM ($query) AS q) AS s};
+}
+
+# Assert that the IDs of a query are unique and strictly increasing in the
+# order of $order (within each $partition).
+sub ids_increasing
+{
+	my ($node, $query, $order, $test_name, %opts) = @_;
+	is($node->safe_psql($opts{db} // 'postgres',
+			increasing_sql($query, $order, $opts{partition})),
+		't', "$test_name: unique and strictly increasing");
+	return;
+}
+
+# SQL for the generator's tick of an ID expression: milliseconds and
+# sequence without the node bits, for a layout of $node_bits node bits.
+# Consecutive IDs of one node have consecutive ticks.
+sub tick_sql
+{
+	my ($expr, $node_bits) = @_;
+	my $seq_bits = FLAKE_LOW_BITS - ($node_bits // 10);
+	return "(((($expr)::bigint >> "
+	  . FLAKE_LOW_BITS
+	  . ") << $seq_bits) | (($expr)::bigint & "
+	  . ((1 << $seq_bits) - 1) . "))";
+}
+
+# Poll $cond (a code ref) every $interval seconds until it returns true or
+# $timeout seconds have passed; returns its last result.
+sub wait_until
+{
+	my ($cond, $timeout, $interval) = @_;
+	my $deadline = time() + $timeout;
+	my $result;
+
+	until (($result = $cond->()) || time() > $deadline)
+	{
+		usleep(int(($interval // 0.1) * 1_000_000));
+	}
+	return $result;
+}
+
+# Start pgbench in the background on a script of one SQL line; returns the
+# IPC::Run handle and references to its standard output and error.
+sub start_pgbench
+{
+	my ($node, $name, $sql, $timeout, @options) = @_;
+	my $script = $node->basedir . "/$name.sql";
+	my ($out, $err) = ('', '');
+
+	PostgreSQL::Test::Utils::append_to_file($script, "$sql\n");
+	my $handle = IPC::Run::start(
+		[
+			'pgbench', '-n', @options, '-f', $script,
+			'-h', $node->host, '-p', $node->port, 'postgres'
+		],
+		'>', \$out, '2>', \$err,
+		IPC::Run::timeout($timeout));
+	return ($handle, \$out, \$err);
 }
 
 1;

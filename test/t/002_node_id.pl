@@ -1,6 +1,7 @@
-# flakeid.node_id: checked against flakeid.node_bits at startup (refuse to
-# start) and on reload (keep the old value), applied to new sessions on a
-# valid reload, and out of reach of sessions.
+# flakeid.node_id: unset by default, and then nothing is generated; checked
+# against flakeid.node_bits at startup (refuse to start) and on reload
+# (keep the old value); adopted by the generator for the whole server on a
+# valid reload; out of reach of sessions.
 
 use strict;
 use warnings;
@@ -10,15 +11,54 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = flake_node('node_id', node_id => 1024);
+my $node = flake_node('node_id');
 
+# No node id configured: the server starts, decodes, and refuses to generate.
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION flakeid');
+is($node->safe_psql('postgres', 'SHOW flakeid.node_id'), '-1',
+	'flakeid.node_id is -1, not set, by default');
+foreach my $sql ('SELECT nextflake()', 'SELECT * FROM nextflakes(3)')
+{
+	my $err = fails_with($node, $sql, '55000', "no node id: $sql");
+	like($err, qr/ERROR:  55000: flakeid\.node_id is not set/,
+		"no node id: $sql: says so");
+	like($err, qr/HINT:  Set flakeid\.node_id in postgresql\.conf/,
+		"no node id: $sql: the hint says what to do");
+}
+is($node->safe_psql('postgres',
+		'SELECT state, node_id IS NULL FROM flakeid_status()'),
+	'node id not set|t', 'flakeid_status() says the node id is not set');
+is($node->safe_psql('postgres', 'SELECT flakeid_node(((1::bigint << 22) | (5 << 12))::flakeid)'),
+	'5', 'decoding works without a node id');
+
+# Setting it on reload is enough: the generator adopts it.
+$node->safe_psql('postgres',
+	"ALTER SYSTEM SET flakeid.node_id = 77;\nSELECT pg_reload_conf();");
+$node->poll_query_until('postgres', 'SELECT node_id = 77 FROM flakeid_status()')
+  or die 'node id 77 was not adopted';
+is($node->safe_psql('postgres',
+		'SELECT bool_and(flakeid_node(id) = 77) FROM nextflakes(1000) id'),
+	't', 'after a reload that sets it, IDs decode to the node id');
+
+# Removing the setting unsets it again, and generation stops.
+$node->safe_psql('postgres',
+	"ALTER SYSTEM RESET flakeid.node_id;\nSELECT pg_reload_conf();");
+$node->poll_query_until('postgres', 'SELECT node_id IS NULL FROM flakeid_status()')
+  or die 'node id was not unset';
+fails_with($node, 'SELECT nextflake()', '55000',
+	'after a reload that removes it');
+$node->stop;
+
+# 1024 does not fit in the default 10 node bits
+$node->append_conf('postgresql.conf', 'flakeid.node_id = 1024');
 # 1024 does not fit in the default 10 node bits
 start_fails($node, 'node id 1024 with 10 node bits',
 	qr/invalid value for parameter "flakeid\.node_id"/,
 	qr/between 0 and 1023/);
 
 # values that are not node ids at all are no better
-foreach my $value ('65536', '-1', q{'seven'})
+foreach my $value ('65536', '-2', q{'seven'})
 {
 	$node->adjust_conf('postgresql.conf', 'flakeid.node_id', $value);
 	start_fails($node, "node id $value",
@@ -32,7 +72,6 @@ is($node->safe_psql('postgres', 'SHOW flakeid.node_id'),
 	'1023', 'node id 1023 starts');
 $node->safe_psql(
 	'postgres', q{
-	CREATE EXTENSION flakeid;
 	CREATE TABLE ids (n serial PRIMARY KEY, id flakeid NOT NULL DEFAULT nextflake());
 	CREATE ROLE alice LOGIN;
 	GRANT ALL ON ids, ids_n_seq TO alice;
@@ -54,11 +93,13 @@ $node->safe_psql('postgres', 'INSERT INTO ids SELECT FROM generate_series(1, 100
 is($node->safe_psql('postgres', 'SELECT count(*) FROM ids WHERE flakeid_node(id) = 1023'),
 	'1100', 'IDs made after the invalid reload still decode to node 1023');
 
-# a valid reload applies to new sessions
+# a valid reload is adopted by the generator, for every session
 $node->adjust_conf('postgresql.conf', 'flakeid.node_id', '7');
 $node->reload;
-$node->poll_query_until('postgres', q{SELECT current_setting('flakeid.node_id') = '7'})
-  or die 'node id 7 was not applied';
+$node->poll_query_until('postgres', q{SELECT node_id = 7 FROM flakeid_status()})
+  or die 'node id 7 was not adopted';
+ok($node->log_contains(qr/flakeid node id changed from 1023 to 7/),
+	'the log tells of the new node id');
 $node->safe_psql('postgres', 'INSERT INTO ids SELECT FROM generate_series(1, 1000)');
 is( $node->safe_psql(
 		'postgres', q{
@@ -67,13 +108,8 @@ is( $node->safe_psql(
 	FROM ids}),
 	'1100 1000',
 	'IDs made after a valid reload decode to node 7');
-is( $node->safe_psql(
-		'postgres', q{
-	SELECT count(*) = count(DISTINCT id) AND bool_and(id > prev)
-	FROM (SELECT id, lag(id) OVER (ORDER BY n) AS prev FROM ids) s
-	WHERE prev IS NOT NULL}),
-	't',
-	'IDs stay unique and strictly increasing across the node id change');
+ids_increasing($node, 'SELECT n, id FROM ids', 'n',
+	'IDs across the node id change');
 is( $node->safe_psql(
 		'postgres', q{
 	SELECT min(id::bigint) FILTER (WHERE flakeid_node(id) = 7)

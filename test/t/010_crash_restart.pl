@@ -8,13 +8,14 @@ use strict;
 use warnings;
 
 use FlakeFault;
+use FlakeTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
 plan skip_all => 'libfaketime is not installed' unless faketime_library();
 
-my $node = fault_node('crash', node_id => 7);
+my $node = flake_node('crash', quiet => 1, node_id => 7);
 $node->start;
 $node->safe_psql(
 	'postgres', q{

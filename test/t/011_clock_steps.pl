@@ -8,6 +8,7 @@ use strict;
 use warnings;
 
 use FlakeFault;
+use FlakeTest;
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -16,7 +17,7 @@ use Time::HiRes qw(time usleep);
 
 plan skip_all => 'libfaketime is not installed' unless faketime_library();
 
-my $node = fault_node('steps', node_id => 11);
+my $node = flake_node('steps', quiet => 1, node_id => 11);
 start_faked($node, '+0');
 $node->safe_psql(
 	'postgres', q{
@@ -118,13 +119,8 @@ else
 # Properties of every ID inserted.
 my $rows = ids_unique($node, 'SELECT id FROM t', 'two sessions across both steps');
 ok($rows > 1000, "the sessions inserted $rows rows");
-is( $node->safe_psql(
-		'postgres', q{
-SELECT count(*) FROM (
-	SELECT id, lag(id) OVER (PARTITION BY sess ORDER BY ord) AS prev FROM t) s
-WHERE id <= prev}),
-	0,
-	"each session's IDs strictly increase in insert order");
+ids_increasing($node, 'SELECT sess, ord, id FROM t', 'ord',
+	"each session's IDs in insert order", partition => 'sess');
 is( $node->safe_psql(
 		'postgres', 'SELECT count(*) FROM t WHERE flakeid_node(id) <> 11'),
 	0,

@@ -8,11 +8,12 @@ use strict;
 use warnings;
 
 use FlakeFault;
+use FlakeTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = fault_node('burst', node_id => 12, conf => 'work_mem = 64MB');
+my $node = flake_node('burst', quiet => 1, node_id => 12, conf => 'work_mem = 64MB');
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION flakeid');
 my $max_lead = $node->safe_psql('postgres',

@@ -6,13 +6,13 @@ use strict;
 use warnings;
 
 use FlakeFault;
+use FlakeTest;
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = fault_node(
-	'concurrency',
+my $node = flake_node('concurrency', quiet => 1,
 	node_id => 13,
 	conf    => "max_parallel_workers = 8\n");
 $node->start;
@@ -88,13 +88,8 @@ ids_unique(
 	'SELECT id FROM t UNION ALL SELECT id FROM par1 '
 	  . 'UNION ALL SELECT id FROM par2 UNION ALL SELECT id FROM par3',
 	'four sessions and three parallel queries');
-is( $node->safe_psql(
-		'postgres', q{
-SELECT count(*) FROM (
-	SELECT id, lag(id) OVER (PARTITION BY sess ORDER BY ord) AS prev FROM t) s
-WHERE id <= prev}),
-	0,
-	"each session's IDs increase in insert order");
+ids_increasing($node, 'SELECT sess, ord, id FROM t', 'ord',
+	"each session's IDs in insert order", partition => 'sess');
 is( $node->safe_psql(
 		'postgres', q{
 SELECT count(*) FROM (SELECT id FROM t UNION ALL SELECT id FROM par2) s

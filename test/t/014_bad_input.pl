@@ -9,12 +9,12 @@ use warnings;
 
 use Encode qw(encode);
 use FlakeFault;
+use FlakeTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = fault_node(
-	'input',
+my $node = flake_node('input', quiet => 1,
 	node_id => 14,
 	initdb  => [ '--encoding=UTF8', '--locale=C.UTF-8' ]);
 $node->start;

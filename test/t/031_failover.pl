@@ -4,25 +4,17 @@
 # standby runs on the real clock.
 use strict;
 use warnings;
+
+use FlakeFault;
+use FlakeTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $faketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
-plan skip_all => "libfaketime is not installed" unless -e $faketime;
+plan skip_all => 'libfaketime is not installed' unless faketime_library();
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'flakeid'
-flakeid.node_id = 9
-});
-{
-	local $ENV{LD_PRELOAD} = $faketime;
-	local $ENV{FAKETIME} = '+4s';
-	local $ENV{DONT_FAKE_MONOTONIC} = '1';
-	$primary->start;
-}
+my $primary = flake_node('primary', node_id => 9, streaming => 1);
+start_faked($primary, '+4');
 my $ahead = $primary->safe_psql('postgres',
 	"SELECT extract(epoch FROM clock_timestamp())::float8 - " . time());
 cmp_ok($ahead, '>', 3, 'the primary clock runs ahead of the real one');

@@ -1,56 +1,96 @@
 # A clock outside the 41-bit time range of the layout is an error, never a
-# wrapped or truncated ID: before flakeid.epoch, and past its 2^41 ms.
+# wrapped, truncated or negative ID: before flakeid.epoch, past its 2^41 ms
+# for every flakeid.node_bits from 0 to 16, and a reservation that would
+# cross the end of the range.
+
 use strict;
 use warnings;
+
+use FlakeFault;
+use FlakeTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::Local qw(timegm);
+
+plan skip_all => 'libfaketime is not installed' unless faketime_library();
 
 # An epoch in the future puts the clock before it.
-my $node = PostgreSQL::Test::Cluster->new('future_epoch');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'flakeid'
-flakeid.epoch = '2199-01-01 00:00:00+00'
-});
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION flakeid');
-my ($ret, $out, $err) = $node->psql('postgres', 'SELECT nextflake()',
-	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-isnt($ret, 0, 'nextflake() fails when the clock reads before the epoch');
-like($err, qr/22008: system clock is outside the range of flakeid timestamps/,
-	'with SQLSTATE 22008 and a clear message');
+my $early = flake_node(
+	'future_epoch',
+	node_id => 1,
+	conf    => q{flakeid.epoch = '2199-01-01 00:00:00+00'});
+$early->start;
+$early->safe_psql('postgres', 'CREATE EXTENSION flakeid');
+my $err = fails_with($early, 'SELECT nextflake()', '22008',
+	'the clock reads before the epoch');
+like($err, qr/system clock is outside the range of flakeid timestamps/,
+	'the message says the clock is out of range');
 like($err, qr/before flakeid\.epoch/, 'the detail names the epoch');
-# decoding still works
-is($node->safe_psql('postgres', "SELECT flakeid_timestamp(0) = '2199-01-01 00:00:00+00'"),
-	't', 'decode uses the configured epoch');
-$node->stop;
+is($early->safe_psql('postgres',
+		"SELECT flakeid_timestamp(0) = '2199-01-01 00:00:00+00'"),
+	't', 'decoding uses the configured epoch');
+$early->stop;
 
-# A clock past epoch + 2^41 ms (about 69.7 years) is out of range too.
-SKIP:
+# The clock in 2090, past 2020-01-01 + 2^41 ms (2089-09-06), with every
+# number of node bits: the time field must never wrap.
+my $late = flake_node('late_clock', node_id => 0, quiet => 1,
+	conf => 'flakeid.node_bits = 10');
+my $in_2090 = timegm(0, 0, 0, 1, 0, 2090);
+foreach my $node_bits (0 .. 16)
 {
-	my $faketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
-	skip 'libfaketime is not installed', 2 unless -e $faketime;
-
-	my $late = PostgreSQL::Test::Cluster->new('late_clock');
-	$late->init;
-	$late->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'flakeid'
-});
+	$late->adjust_conf('postgresql.conf', 'flakeid.node_bits', $node_bits);
+	unlink $late->data_dir . '/flakeid.state';
+	start_faked($late, offset_to($in_2090));
+	$late->safe_psql('postgres',
+		'CREATE EXTENSION IF NOT EXISTS flakeid; CREATE TABLE IF NOT EXISTS t (id flakeid DEFAULT nextflake())');
+	foreach my $sql ('SELECT nextflake()', 'SELECT * FROM nextflakes(5)',
+		'INSERT INTO t DEFAULT VALUES')
 	{
-		local $ENV{LD_PRELOAD} = $faketime;
-		local $ENV{FAKETIME} = '@2090-01-01 00:00:00';
-		local $ENV{DONT_FAKE_MONOTONIC} = '1';
-		$late->start;
+		my $e = fails_with($late, $sql, '22008',
+			"node_bits $node_bits, clock in 2090: $sql");
+		like($e, qr/system clock is outside the range of flakeid timestamps/,
+			"node_bits $node_bits, clock in 2090: $sql: says why")
+		  if $sql eq 'SELECT nextflake()';
 	}
-	is($late->safe_psql('postgres', "SELECT extract(year FROM now())"), '2090',
-		'the server clock reads 2090');
-	$late->safe_psql('postgres', 'CREATE EXTENSION flakeid');
-	($ret, $out, $err) = $late->psql('postgres', 'SELECT nextflake()',
-		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-	like($err, qr/22008: system clock is outside the range of flakeid timestamps/,
-		'nextflake() fails past the 41-bit range');
+	is($late->safe_psql('postgres', 'SELECT count(*) FROM t'), '0',
+		"node_bits $node_bits: no row was inserted");
 	$late->stop;
 }
+
+# Three seconds before the end of the range, with 16 node bits (64 IDs per
+# ms): IDs are made up to the end, and a reservation that would cross it
+# fails instead of wrapping.
+my $end = timegm(0, 0, 0, 1, 0, 2020) + 2**41 / 1000;
+$late->adjust_conf('postgresql.conf', 'flakeid.node_bits', 16);
+unlink $late->data_dir . '/flakeid.state';
+start_faked($late, offset_to($end - 3));
+$late->safe_psql('postgres',
+	'CREATE TABLE near_end (n serial, id flakeid NOT NULL)');
+my ($ok_calls, $range_errors, $state) = (0, 0, '');
+foreach my $i (1 .. 60)
+{
+	my ($ret, $out, $e, $st) = psql_state($late,
+		'INSERT INTO near_end (id) SELECT nextflakes(20000)');
+	if ($ret == 0) { $ok_calls++; next; }
+	$state = $st;
+	$range_errors++ if $st eq '22008';
+	last;
+}
+ok($ok_calls > 0, "IDs were made near the end of the range ($ok_calls calls)");
+is($state, '22008', 'a reservation crossing the end fails with 22008');
+like((psql_state($late, 'SELECT nextflake()'))[2],
+	qr/flakeid values would pass the end of the layout's time range|system clock is outside the range/,
+	'and so does every later call');
+is( $late->safe_psql(
+		'postgres', qq{
+	SELECT count(*) FILTER (WHERE id::bigint < 0),
+		bool_and(flakeid_timestamp(id) < to_timestamp($end)),
+		bool_and(flakeid_node(id) = 0)
+	FROM near_end}),
+	'0|t|t',
+	'every ID made is positive, before the end of the range, and of node 0');
+ids_increasing($late, 'SELECT n, id FROM near_end', 'n', 'the IDs near the end');
+$late->stop;
 
 done_testing();

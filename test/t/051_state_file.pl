@@ -1,0 +1,198 @@
+# The state file flakeid.state under damage: either copy of the lease
+# damaged (as by a torn write or later rot), both damaged, the file
+# unreadable, the file missing, and a file written by flakeid 1.1.  With
+# the clock set back below the last ID, a restart never issues an ID at or
+# below one issued before; a damaged copy is logged; an unreadable file is
+# reported as such, with a hint that keeps the floor.
+
+use strict;
+use warnings;
+
+use File::Copy qw(copy move);
+use FlakeFault;
+use FlakeTest;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+
+plan skip_all => 'libfaketime is not installed' unless faketime_library();
+
+my $node = flake_node('state', node_id => 21, quiet => 1);
+start_faked($node, '+0');
+$node->safe_psql('postgres', q{
+CREATE EXTENSION flakeid;
+CREATE TABLE ids (id flakeid PRIMARY KEY DEFAULT nextflake(), phase int NOT NULL);
+});
+my $file = $node->data_dir . '/flakeid.state';
+
+# Insert n rows with DEFAULT nextflake(); returns (ok, SQLSTATE, error).
+sub generate
+{
+	my ($phase, $n) = @_;
+	my ($ret, $out, $err, $state) = psql_state($node,
+		"INSERT INTO ids (phase) SELECT $phase FROM generate_series(1, $n)");
+	return ($ret == 0, $state, $err);
+}
+
+# Run IDs about two seconds ahead of the clock and store some of them.
+sub burst_ahead
+{
+	my ($phase) = @_;
+	generate($phase, 1000);
+	$node->safe_psql('postgres', 'SELECT count(*) FROM nextflakes(8192000)');
+	my @r = generate($phase, 1000);
+	die "generation failed: $r[2]" unless $r[0];
+	return $node->safe_psql('postgres', 'SELECT max(id)::bigint FROM ids');
+}
+
+# Flip one byte of the file, at an offset.
+sub damage
+{
+	my ($offset) = @_;
+	open my $fh, '+<:raw', $file or die "open $file: $!";
+	seek $fh, $offset, 0;
+	read $fh, my $byte, 1;
+	seek $fh, $offset, 0;
+	print $fh chr(ord($byte) ^ 0xFF);
+	close $fh or die "close $file: $!";
+	return;
+}
+
+# The valid copies of the lease, by offset.
+sub valid_copies
+{
+	return join ',', map { $_->{offset} } grep { $_->{valid} eq 't' }
+	  state_file_copies($node);
+}
+
+# Both copies hold the lease, at offsets 0 and 4096, with one serial.
+burst_ahead(1);
+my @copies = grep { $_->{valid} eq 't' } state_file_copies($node);
+is(join(',', map { "$_->{offset}/$_->{version}" } @copies), '0/2,4096/2',
+	'two copies of the lease, at offsets 0 and 4096');
+is($copies[0]{serial} . ' ' . $copies[0]{lease_end_ms},
+	$copies[1]{serial} . ' ' . $copies[1]{lease_end_ms},
+	'with the same serial and lease');
+
+# Either copy damaged: the other one is enough, whichever it is.
+my $phase = 2;
+foreach my $victim (0, 4096)
+{
+	my $max = burst_ahead($phase);
+	my $when = $node->safe_psql('postgres',
+		"SELECT extract(epoch FROM flakeid_timestamp($max))");
+	$node->stop;
+	damage($victim + 20);
+	my $offset = -s $node->logfile;
+	start_faked($node, offset_to($when - 1));
+	ok( $node->log_contains(
+			qr/WARNING:  flakeid state file "flakeid\.state" has a damaged copy of the time lease/,
+			$offset),
+		"copy at $victim damaged: the log warns");
+	ok($node->log_contains(qr/The copy at offset $victim is not valid/, $offset),
+		"copy at $victim damaged: the log names the copy");
+	$phase++;
+	my ($ok, $state, $err) = generate($phase, 2000);
+	ok($ok, "copy at $victim damaged, clock before the last ID: INSERTs work")
+	  or diag($err);
+	is($node->safe_psql('postgres',
+			"SELECT count(*) FROM ids WHERE phase = $phase AND id <= $max"),
+		'0', "copy at $victim damaged: every new ID is above every earlier one");
+	is(valid_copies(), '0,4096', "copy at $victim damaged: the next renewal rewrote it");
+	$phase++;
+}
+
+# Both copies damaged: nothing is generated, rather than a guess.
+my $max = $node->safe_psql('postgres', 'SELECT max(id)::bigint FROM ids');
+$node->stop;
+copy($file, "$file.saved") or die "copy: $!";
+damage(20);
+damage(4096 + 20);
+$node->start;
+my $err = fails_with($node, 'SELECT nextflake()', 'XX001',
+	'both copies damaged');
+like($err, qr/flakeid state file "flakeid\.state" is damaged/,
+	'both copies damaged: says so');
+is($node->safe_psql('postgres', 'SELECT state FROM flakeid_status()'),
+	'state file damaged', 'both copies damaged: flakeid_status() says so');
+$node->stop;
+move("$file.saved", $file) or die "move: $!";
+
+# The file cannot be read: the error says why, and keeps the floor.
+SKIP:
+{
+	skip 'file permissions do not bind the superuser root', 6 if $> == 0;
+	chmod 0000, $file or die "chmod $file: $!";
+	$node->start;
+	$err = fails_with($node, 'SELECT nextflake()', '42501',
+		'the file is unreadable');
+	like($err,
+		qr/could not read flakeid state file "flakeid\.state": Permission denied/,
+		'the file is unreadable: the error gives the cause');
+	like($err, qr/HINT:  .*Do not remove the file/,
+		'the file is unreadable: the hint keeps the floor');
+	is($node->safe_psql('postgres', 'SELECT state FROM flakeid_status()'),
+		'state file unreadable', 'the file is unreadable: flakeid_status() says so');
+	$node->stop;
+	chmod 0600, $file or die "chmod $file: $!";
+	$node->start;
+	my ($ok) = generate($phase, 100);
+	ok($ok, 'readable again: generation works after a restart');
+	is($node->safe_psql('postgres',
+			"SELECT count(*) FROM ids WHERE phase = $phase AND id <= $max"),
+		'0', 'readable again: above every earlier ID');
+	$phase++;
+	$node->stop;
+}
+
+# The file is missing: the server says so and starts from the clock.
+move($file, "$file.gone") or die "move: $!";
+my $offset = -s $node->logfile;
+$node->start;
+ok($node->log_contains(qr/flakeid state file "flakeid\.state" not found/, $offset),
+	'a missing file is logged');
+is($node->safe_psql('postgres', 'SELECT state FROM flakeid_status()'),
+	'ready', 'a missing file is a first start: ready');
+$node->stop;
+unlink $file;
+move("$file.gone", $file) or die "move: $!";
+
+# A file written by flakeid 1.1 (two copies at offsets 0 and 512, format
+# version 1): read, its floor kept, and replaced by the current format.
+my $old = flake_node('from_1_1', node_id => 3, quiet => 1);
+my $old_file = $old->data_dir . '/flakeid.state';
+copy("$ENV{FLAKE_SRC}/test/fixtures/flakeid-1.1.state", $old_file)
+  or die "copy fixture: $!";
+chmod 0600, $old_file;
+$old->start;
+$old->safe_psql('postgres',
+	'CREATE EXTENSION flakeid; CREATE TABLE ids (id flakeid PRIMARY KEY DEFAULT nextflake())');
+is( $old->safe_psql(
+		'postgres',
+		q{SELECT string_agg(format('%s/%s/%s', "offset", version, serial), ',' ORDER BY "offset")
+		  FROM flakeid_state_file() WHERE valid}),
+	'0/1/2,512/1/1',
+	'the 1.1 file is read: two copies of format version 1');
+my $lease_end = $old->safe_psql('postgres',
+	q{SELECT extract(epoch FROM max(lease_end)) FROM flakeid_state_file() WHERE valid});
+$old->stop;
+start_faked($old, offset_to($lease_end - 2));
+my ($ret, $out, $e) = psql_as($old,
+	'INSERT INTO ids SELECT FROM generate_series(1, 1000)');
+is($ret, 0, 'with the clock before its lease end, generation works') or diag($e);
+is($old->safe_psql('postgres',
+		'SELECT count(*) FROM ids WHERE id <= 912490645115910036'),
+	'0', 'every ID is above the last one flakeid 1.1 issued');
+is( $old->safe_psql(
+		'postgres',
+		q{SELECT string_agg(format('%s/%s', "offset", version), ',' ORDER BY "offset")
+		  FROM flakeid_state_file() WHERE valid}),
+	'0/2,4096/2',
+	'the file is rewritten in the current format, the old second copy gone');
+$old->stop;
+
+$node->start;
+ids_unique($node, 'SELECT id FROM ids', 'the whole test');
+$node->stop;
+done_testing();

@@ -32,8 +32,9 @@ test:
 demo:
 	test/demo
 
+# make bench BENCH_ARGS='--quick' (bench/run --help lists the options)
 bench:
-	bench/run
+	bench/run $(BENCH_ARGS)
 
 # The release archive, from the committed tree: flakeid-VERSION.zip.
 dist:

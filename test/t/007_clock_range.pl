@@ -1,7 +1,7 @@
 # A clock outside the 41-bit time range of the layout is an error, never a
 # wrapped, truncated or negative ID: before flakeid.epoch, past its 2^41 ms
-# for every flakeid.node_bits from 0 to 16, and a reservation that would
-# cross the end of the range.
+# for every flakeid.node_bits from 0 to 16, a reservation that would cross
+# the end of the range, and a new layout whose range the old IDs used up.
 
 use strict;
 use warnings;
@@ -92,5 +92,25 @@ is( $late->safe_psql(
 	'every ID made is positive, before the end of the range, and of node 0');
 ids_increasing($late, 'SELECT n, id FROM near_end', 'n', 'the IDs near the end');
 $late->stop;
+
+# IDs made in November 2039 with the default epoch, then the epoch moved
+# back to 1970, whose 41-bit range ended in September 2039: accepting it
+# would have to continue past that end, and is refused.
+my $moved = flake_node('epoch_moved', node_id => 2, quiet => 1);
+my $nov_2039 = timegm(0, 0, 0, 1, 10, 2039);
+start_faked($moved, offset_to($nov_2039));
+$moved->safe_psql('postgres', 'CREATE EXTENSION flakeid; SELECT nextflake()');
+$moved->stop;
+$moved->append_conf('postgresql.conf', q{flakeid.epoch = '1970-01-01'});
+start_faked($moved, offset_to($nov_2039));
+$err = fails_with($moved, 'SELECT flakeid_accept_layout()', '22008',
+	'accepting an epoch whose range the old IDs used up');
+like($err, qr/cannot accept the new flakeid layout: its time range is used up/,
+	'the error says the range is used up');
+is($moved->safe_psql('postgres', 'SELECT state FROM flakeid_status()'),
+	'layout changed', 'the layout stays unaccepted');
+fails_with($moved, 'SELECT nextflake()', '55000',
+	'and nothing is generated, negative or otherwise');
+$moved->stop;
 
 done_testing();

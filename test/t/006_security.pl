@@ -121,7 +121,7 @@ foreach my $variant (@variants)
 {
 	my ($db, $schema_clause, $installer) = @$variant;
 	$node->safe_psql('postgres',
-		"CREATE DATABASE $db OWNER " . ($installer // 'postgres'));
+		"CREATE DATABASE $db" . (defined $installer ? " OWNER $installer" : ''));
 	$node->safe_psql($db, 'CREATE SCHEMA evil AUTHORIZATION mallory');
 	my ($ret, $out, $err) = psql_as($node, $traps, user => 'mallory', db => $db);
 	is($ret, 0, "$db: mallory sets her traps") or diag($err);

@@ -1,5 +1,4 @@
 EXTENSION = flakeid
-EXTVERSION = $(shell sed -n "s/^default_version[[:space:]]*=[[:space:]]*'\([^']*\)'.*/\1/p" flakeid.control)
 
 MODULE_big = flakeid
 OBJS = src/flakeid.o src/mode.o src/guc.o src/type.o src/decode.o src/format.o \
@@ -22,6 +21,7 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 # unused-parameter, which they trip, stay meaningful for our own code.
 PG_CPPFLAGS = -isystem $(shell $(PG_CONFIG) --includedir-server)
 include $(PGXS)
+include version.mk
 
 $(OBJS): $(FLAKE_HEADERS)
 

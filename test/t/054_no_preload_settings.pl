@@ -50,11 +50,11 @@ my @rest = split /\n/, $session->query_safe('FETCH 3 FROM c');
 $session->query_safe('COMMIT');
 my @all = (@first, @rest);
 is(scalar @all, 6, 'the cursor returns the IDs it reserved');
-my $values = join ',', map { "($_::flakeid)" } @all;
+my $values = join ',', map { "('$_'::flakeid)" } @all;
 is( $node->safe_psql(
 		'postgres',
 		"SELECT $check FROM (VALUES $values) v(id)"),
-	't t',
+	'true true',
 	'every row, before and after the reload, is of node 9 and of now');
 is( $node->safe_psql(
 		'postgres',
@@ -78,7 +78,7 @@ is($node->safe_psql('postgres', 'SELECT flakeid_node(((1::bigint << 22) | (9 << 
 
 reload_setting('flakeid.node_bits', undef);
 is($node->safe_psql('postgres', "SELECT $check FROM nextflakes(100) id"),
-	't t', 'with the setting restored, generation goes on');
+	'true true', 'with the setting restored, generation goes on');
 
 # 2. A node id that fits only the layout a session once read.
 $node->stop;
@@ -151,7 +151,7 @@ ok( wait_until(
 		20),
 	'once the worker can be forked, a waiting call gets its ID');
 $waiting->quit;
-is($session->query_safe("SELECT $check FROM nextflakes(100) id"), 't t',
+is($session->query_safe("SELECT $check FROM nextflakes(100) id"), 'true true',
 	'and later calls generate, without a restart');
 $session->quit;
 

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * compat.h
- *	  Every difference between the PostgreSQL versions flakeid supports,
- *	  behind a few named helpers.  No other file tests PG_VERSION_NUM.
+ *	  Every difference between the PostgreSQL versions flakeid supports
+ *	  (15 to 19), each behind one small named helper, so that no other
+ *	  file needs a version test.  Include it after postgres.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -12,7 +13,15 @@
 #include "miscadmin.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
+#include "utils/builtins.h"
+#include "utils/elog.h"
 #include "utils/guc.h"
+
+#if PG_VERSION_NUM >= 160000
+#include "nodes/miscnodes.h"
+/* PostgreSQL 16 moved the varlena macros out of postgres.h. */
+#include "varatt.h"
+#endif
 
 #if PG_VERSION_NUM >= 170000
 #include "storage/dsm_registry.h"
@@ -108,5 +117,73 @@ FlakeGetNamedSegment(const char *name, Size size, void (*init) (void *),
 }
 #endif
 #endif
+
+/*
+ * Soft input errors, PostgreSQL 16 and later: an input function reports bad
+ * input through errsave() and ereturn(), which save the error in the
+ * caller's error-saving context (fcinfo->context) when the caller passed
+ * one, and throw it otherwise.  Before 16 no caller passes one, and both
+ * simply throw.
+ */
+#if PG_VERSION_NUM < 160000
+#define errsave(context, ...) \
+	do { \
+		(void) (context); \
+		ereport(ERROR, __VA_ARGS__); \
+	} while (0)
+#define ereturn(context, dummy_value, ...) \
+	do { \
+		errsave(context, __VA_ARGS__); \
+		return dummy_value; \
+	} while (0)
+#endif
+
+/*
+ * Parse text into *result with core's int64 parser, the one bigint's input
+ * uses, without letting it throw.  Returns 0, or the SQLSTATE of the error
+ * core reports: ERRCODE_INVALID_TEXT_REPRESENTATION or
+ * ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE.  From 16 on the parser reports through
+ * an error-saving context; before, its error is caught and dropped.
+ */
+static inline int
+FlakeStrToInt64(const char *str, int64 *result)
+{
+#if PG_VERSION_NUM >= 160000
+	ErrorSaveContext escontext = {0};
+	int			sqlerrcode;
+
+	escontext.type = T_ErrorSaveContext;
+	escontext.details_wanted = true;
+	*result = pg_strtoint64_safe(str, (Node *) &escontext);
+	if (!escontext.error_occurred)
+		return 0;
+	sqlerrcode = escontext.error_data->sqlerrcode;
+	FreeErrorData(escontext.error_data);
+	return sqlerrcode;
+#else
+	MemoryContext context = CurrentMemoryContext;
+	volatile int sqlerrcode = 0;
+
+	PG_TRY();
+	{
+		*result = pg_strtoint64(str);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(context);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_INVALID_TEXT_REPRESENTATION &&
+			edata->sqlerrcode != ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE)
+			PG_RE_THROW();
+		FlushErrorState();
+		sqlerrcode = edata->sqlerrcode;
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	return sqlerrcode;
+#endif
+}
 
 #endif							/* FLAKEID_COMPAT_H */

@@ -15,9 +15,8 @@
 
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
-#if PG_VERSION_NUM >= 160000
-#include "varatt.h"
-#endif
+
+#include "compat.h"
 
 PG_FUNCTION_INFO_V1(flakeid_format);
 PG_FUNCTION_INFO_V1(flakeid_parse);

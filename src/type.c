@@ -5,7 +5,10 @@
  *
  * A flakeid is stored as an int8, so output, send, comparison and hashing
  * are core's int8 functions, bound in the install script.  Only the ways in
- * need C: they reject negative values.
+ * need C: they reject negative values.  Text input reports bad text as a
+ * soft error where the caller asks for one (PostgreSQL 16 and later:
+ * pg_input_is_valid(), COPY's ON_ERROR, SQL/JSON's ON ERROR, and arrays,
+ * records and domains of flakeid), so that the caller can go on.
  *
  *-------------------------------------------------------------------------
  */
@@ -14,6 +17,7 @@
 #include "libpq/pqformat.h"
 #include "utils/builtins.h"
 
+#include "compat.h"
 #include "flakeid.h"
 
 PG_FUNCTION_INFO_V1(flakeid_in);
@@ -21,10 +25,14 @@ PG_FUNCTION_INFO_V1(flakeid_recv);
 PG_FUNCTION_INFO_V1(flakeid_from_int8);
 PG_FUNCTION_INFO_V1(flakeid_from_int4);
 
+/*
+ * A value below 0 or above the largest int64, reported through escontext:
+ * thrown when it is NULL or not an error-saving context.
+ */
 static void
-ReportOutOfRange(const char *what)
+ReportOutOfRange(const char *what, Node *escontext)
 {
-	ereport(ERROR,
+	errsave(escontext,
 			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 			 errmsg("value \"%s\" is out of range for type %s",
 					what, "flakeid"),
@@ -34,40 +42,26 @@ ReportOutOfRange(const char *what)
 
 /*
  * Parse text with core's int64 parser, so that exactly what bigint accepts
- * is accepted, and report its errors in terms of flakeid.
+ * is accepted, and report its errors in terms of flakeid, through escontext.
+ * Returns 0 after a soft error.
  */
 static int64
-ParseFlakeText(const char *str)
+ParseFlakeText(const char *str, Node *escontext)
 {
-	MemoryContext context = CurrentMemoryContext;
-	volatile int64 value = 0;
-	volatile int sqlerrcode = 0;
+	int64		value;
+	int			sqlerrcode = FlakeStrToInt64(str, &value);
 
-	PG_TRY();
+	if (sqlerrcode == ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE ||
+		(sqlerrcode == 0 && value < 0))
 	{
-		value = pg_strtoint64(str);
+		ReportOutOfRange(str, escontext);
+		return 0;
 	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(context);
-		edata = CopyErrorData();
-		FlushErrorState();
-		sqlerrcode = edata->sqlerrcode;
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
-
-	if (sqlerrcode == ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE)
-		ReportOutOfRange(str);
 	if (sqlerrcode != 0)
-		ereport(ERROR,
+		ereturn(escontext, 0,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 				 errmsg("invalid input syntax for type %s: \"%s\"",
 						"flakeid", str)));
-	if (value < 0)
-		ReportOutOfRange(str);
 	return value;
 }
 
@@ -75,7 +69,7 @@ ParseFlakeText(const char *str)
 Datum
 flakeid_in(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT64(ParseFlakeText(PG_GETARG_CSTRING(0)));
+	PG_RETURN_INT64(ParseFlakeText(PG_GETARG_CSTRING(0), fcinfo->context));
 }
 
 /* Binary input: an int8 that must not be negative. */
@@ -86,7 +80,7 @@ flakeid_recv(PG_FUNCTION_ARGS)
 	int64		value = pq_getmsgint64(buf);
 
 	if (value < 0)
-		ReportOutOfRange(psprintf(INT64_FORMAT, value));
+		ReportOutOfRange(psprintf(INT64_FORMAT, value), NULL);
 	PG_RETURN_INT64(value);
 }
 
@@ -97,7 +91,7 @@ flakeid_from_int8(PG_FUNCTION_ARGS)
 	int64		value = PG_GETARG_INT64(0);
 
 	if (value < 0)
-		ReportOutOfRange(psprintf(INT64_FORMAT, value));
+		ReportOutOfRange(psprintf(INT64_FORMAT, value), NULL);
 	PG_RETURN_INT64(value);
 }
 
@@ -108,6 +102,6 @@ flakeid_from_int4(PG_FUNCTION_ARGS)
 	int32		value = PG_GETARG_INT32(0);
 
 	if (value < 0)
-		ReportOutOfRange(psprintf("%d", value));
+		ReportOutOfRange(psprintf("%d", value), NULL);
 	PG_RETURN_INT64((int64) value);
 }

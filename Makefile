@@ -12,7 +12,7 @@ REGRESS = type_io soft_input on_error operators indexes casts decode \
 REGRESS_OPTS = --inputdir=. --load-extension=flakeid
 
 ISOLATION = concurrent
-ISOLATION_OPTS = --inputdir=test
+ISOLATION_OPTS = --inputdir=test --load-extension=flakeid
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)

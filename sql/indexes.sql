@@ -7,14 +7,16 @@ INSERT INTO ix SELECT id, body || '-dup' FROM ix WHERE body LIKE '%7';
 ANALYZE ix;
 -- Plans, less what PostgreSQL versions print differently: 17 no longer
 -- shows "(returns $0)" after an InitPlan, 18 marks nodes that an enable_*
--- setting disabled.
+-- setting disabled, 19 names the InitPlans of min() and max() "minmax_N"
+-- and says which aggregate they replace.
 CREATE FUNCTION plan(query text) RETURNS SETOF text LANGUAGE plpgsql AS $f$
 DECLARE
 	line text;
 BEGIN
 	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
-		CONTINUE WHEN line ~ '^\s*Disabled: true$';
-		RETURN NEXT regexp_replace(line, ' \(returns \$\d+\)$', '');
+		CONTINUE WHEN line ~ '^\s*(Disabled: true|Replaces: MinMaxAggregate)$';
+		RETURN NEXT regexp_replace(regexp_replace(line, ' \(returns \$\d+\)$', ''),
+			'InitPlan minmax_(\d+)$', 'InitPlan \1');
 	END LOOP;
 END
 $f$;

@@ -31,7 +31,10 @@ sub reload_setting
 	  : "ALTER SYSTEM RESET $name";
 	$node->safe_psql('postgres', "$sql;\nSELECT pg_reload_conf();");
 	my $want = $value // '10';
-	$node->poll_query_until('postgres', "SELECT current_setting('$name') = '$want'")
+	# flakeid_node(0) is folded while planning: the library is loaded, and
+	# the setting read, before current_setting() runs
+	$node->poll_query_until('postgres',
+		"SELECT flakeid_node(0) = 0 AND current_setting('$name') = '$want'")
 	  or die "$name was not reloaded";
 	return;
 }
@@ -90,7 +93,8 @@ $session = $node->background_psql('postgres', on_error_stop => 0);
 $session->query_safe('SELECT flakeid_node(0)');
 $node->safe_psql('postgres',
 	"ALTER SYSTEM SET flakeid.node_bits = 10;\nSELECT pg_reload_conf();");
-$node->poll_query_until('postgres', "SELECT current_setting('flakeid.node_bits') = '10'")
+$node->poll_query_until('postgres',
+	"SELECT flakeid_node(0) = 0 AND current_setting('flakeid.node_bits') = '10'")
   or die 'node_bits 10 was not reloaded';
 $session->query('SELECT nextflake()');
 $err = $session->{stderr};
@@ -102,7 +106,8 @@ fails_with($node, 'SELECT nextflake()', '55000',
 is($node->safe_psql('postgres', 'SELECT node_id, node_bits FROM flakeid_status()'),
 	'3000|12', 'the generator keeps node 3000 under 12 node bits');
 $node->safe_psql('postgres', "ALTER SYSTEM RESET flakeid.node_bits;\nSELECT pg_reload_conf();");
-$node->poll_query_until('postgres', "SELECT current_setting('flakeid.node_bits') = '12'")
+$node->poll_query_until('postgres',
+	"SELECT flakeid_node(0) = 0 AND current_setting('flakeid.node_bits') = '12'")
   or die 'node_bits 12 was not reloaded';
 is( $node->safe_psql('postgres',
 		'SELECT bool_and(flakeid_node(id) = 3000) FROM nextflakes(100) id'),

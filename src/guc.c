@@ -246,7 +246,8 @@ LayoutContext(void)
 /*
  * The value the server's configuration gives a parameter not yet defined,
  * or NULL: the placeholder's reset value, which a session's SET before
- * the library was loaded does not change.
+ * the library was loaded does not change.  A placeholder whose setting was
+ * removed from the configuration is left empty, which is no value either.
  */
 static char *
 ConfiguredValue(const char *name)
@@ -256,7 +257,7 @@ ConfiguredValue(const char *name)
 	if (GetConfigOption(name, true, false) == NULL)
 		return NULL;
 	raw = GetConfigOptionResetString(name);
-	return raw ? pstrdup(raw) : NULL;
+	return (raw && raw[0] != '\0') ? pstrdup(raw) : NULL;
 }
 
 /* Whether raw is missing or, read as an integer, is what was applied. */

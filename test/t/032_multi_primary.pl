@@ -380,11 +380,19 @@ foreach my $pair ([ $n1, 'from2', 1 ], [ $n2, 'from1', 2 ])
 			"SELECT NOT subenabled FROM pg_subscription WHERE subname = '$sub'"
 		),
 		"reuse: server $id stops applying at the first duplicate ID");
+	# PostgreSQL 18 reports the duplicate as an insert_exists conflict
+	# and counts it.
 	my $log = slurp_file($node->logfile, $log_at{$id});
 	like(
 		$log,
-		qr/duplicate key value violates unique constraint "events_pkey"/,
+		qr/ERROR:  (?:duplicate key value violates unique constraint "events_pkey"|conflict detected on relation "public\.events": conflict=insert_exists)/,
 		"reuse: server $id logs the duplicate key");
+	ok( $node->poll_query_until(
+			'postgres', qq{
+			SELECT coalesce(bool_and((to_jsonb(s)->>'confl_insert_exists')::int > 0),
+				true)
+			FROM pg_stat_subscription_stats s WHERE subname = '$sub'}),
+		"reuse: server $id counts an insert_exists conflict, where it counts them");
 	like(
 		$log,
 		qr/subscription "$sub" has been disabled because of an error/,

@@ -322,8 +322,8 @@ ok( $n2->poll_query_until(
 # the two ranges overlap.  A few rounds, in case one server was descheduled
 # for longer than the range.
 my %reuse_sql = map {
-	$_ => "INSERT INTO events (origin, n, body) "
-	  . "SELECT $_, -1, 'reuse' FROM nextflakes(2048000) id "
+	$_ => "INSERT INTO events (id, origin, n, body) "
+	  . "SELECT id, $_, -1, 'reuse' FROM nextflakes(2048000) id "
 	  . "WHERE flakeid_sequence(id) < 2"
 } (1, 2);
 my $common = 0;

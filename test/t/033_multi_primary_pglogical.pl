@@ -265,6 +265,7 @@ ok( $n2->poll_query_until(
 # Both servers reserve half a second of IDs (2,048,000 = 500 x 4,096) from
 # the same wall-clock moment and store the first 2 of each millisecond.
 my $common = 0;
+my %shared;
 for (my $round = 1; $round <= 5 && !$common; $round++)
 {
 	my $at = $n1->safe_psql('postgres',
@@ -285,8 +286,8 @@ for (my $round = 1; $round <= 5 && !$common; $round++)
 					"SELECT pg_sleep(extract(epoch FROM '$at'::timestamptz "
 					  . "- clock_timestamp()))",
 					'-c',
-					"INSERT INTO events (origin, n, body) "
-					  . "SELECT $id, -1, 'reuse' FROM nextflakes(2048000) id "
+					"INSERT INTO events (id, origin, n, body) "
+					  . "SELECT id, $id, -1, 'reuse' FROM nextflakes(2048000) id "
 					  . "WHERE flakeid_sequence(id) < 2"
 				],
 				'>', \my $out, '2>', \$err),
@@ -296,16 +297,29 @@ for (my $round = 1; $round <= 5 && !$common; $round++)
 	$_->[0]->finish or die "reuse insert failed: ${$_->[1]}" foreach @h;
 	my %on1 = map { $_ => 1 } split /\n/,
 	  $n1->safe_psql('postgres', "SELECT id FROM events WHERE body = 'reuse'");
-	$common = grep { $on1{$_} } split /\n/,
+	%shared = map { $_ => 1 } grep { $on1{$_} } split /\n/,
 	  $n2->safe_psql('postgres', "SELECT id FROM events WHERE body = 'reuse'");
+	$common = keys %shared;
 	note("reuse round $round: $common IDs made on both servers");
 }
 cmp_ok($common, '>', 0, 'reuse: both servers made some of the same IDs');
+
+# The reuse rows of a server, as [id, origin].
+sub origins
+{
+	my ($node) = @_;
+	return map { [ split /\|/ ] } split /\n/,
+	  $node->safe_psql('postgres',
+		"SELECT id || '|' || origin FROM events WHERE body = 'reuse'");
+}
 
 # Every reuse row once: what the two servers made, less the shared IDs.
 my $reuse_sql = "SELECT count(*) FROM events WHERE body = 'reuse'";
 my $reuse_rows = $n1->safe_psql('postgres', $reuse_sql) +
   $n2->safe_psql('postgres', $reuse_sql) - $common;
+my %made = (
+	1 => $n1->safe_psql('postgres', $reuse_sql),
+	2 => $n2->safe_psql('postgres', $reuse_sql));
 
 # With conflict_resolution = 'error', the apply stops at the first one:
 # pglogical refuses the conflicting row, or, where it applies the
@@ -324,9 +338,8 @@ foreach my $pair ([ $n1, 1 ], [ $n2, 2 ])
 			$log_at{$id}),
 		"reuse, 'error': server $id refuses to apply a row with an existing ID"
 	);
-	cmp_ok($node->safe_psql('postgres', $reuse_sql),
-		'<', $reuse_rows,
-		"reuse, 'error': server $id did not get the other's colliding rows");
+	is(scalar(grep { $shared{ $_->[0] } && $_->[1] != $id } origins($node)),
+		0, "reuse, 'error': server $id still holds its own row under every shared ID");
 }
 
 # With pglogical's default, 'apply_remote', the incoming row replaces the
@@ -347,33 +360,26 @@ foreach my $pair ([ $n1, 'from2' ], [ $n2, 'from1' ])
 	$node->safe_psql('postgres',
 		"SELECT pglogical.alter_subscription_enable('$sub', true)");
 }
-ok( $_->poll_query_until(
-		'postgres',
-		"SELECT count(*) = $reuse_rows FROM events WHERE body = 'reuse'"),
-	$_->name . ": 'apply_remote': replication resumes")
-  foreach ($n1, $n2);
-ok(wait_confirmed($_), $_->name . ': the other server confirmed every change')
-  foreach ($n1, $n2);
-foreach my $pair ([ $n1, 1 ], [ $n2, 2 ])
+foreach my $pair ([ $n1, 1, 2 ], [ $n2, 2, 1 ])
 {
-	my ($node, $id) = @$pair;
+	my ($node, $id, $other) = @$pair;
+	ok( $node->poll_query_until(
+			'postgres', qq{
+			SELECT count(*) = $made{$other} FROM events
+			WHERE body = 'reuse' AND origin = $other}),
+		"reuse, 'apply_remote': server $id got all of server ${other}'s rows");
+	ok(wait_confirmed($node), $node->name . ': the other server confirmed every change');
+	is( $node->safe_psql('postgres', $reuse_sql),
+		$reuse_rows, "reuse, 'apply_remote': server $id has one row per ID");
 	like(
 		slurp_file($node->logfile, $log_at{$id}),
 		qr/CONFLICT: remote INSERT on relation public\.events .*Resolution: apply_remote/,
 		"reuse, 'apply_remote': server $id logs the conflicts it resolved");
+	is(scalar(grep { $shared{ $_->[0] } && $_->[1] == $other } origins($node)),
+		$common,
+		"reuse, 'apply_remote': under every shared ID server $id now holds "
+		  . "server ${other}'s row");
 }
-my %origin_on1 = map { split /\|/ } split /\n/,
-  $n1->safe_psql('postgres',
-	"SELECT id || '|' || origin FROM events WHERE body = 'reuse'");
-my $swapped = grep {
-	my ($id, $origin) = split /\|/;
-	$origin_on1{$id} != $origin
-} split /\n/,
-  $n2->safe_psql('postgres',
-	"SELECT id || '|' || origin FROM events WHERE body = 'reuse'");
-is($swapped, $common,
-	"reuse, 'apply_remote': under every shared ID the two servers now hold "
-	  . 'different rows, each the other\'s');
 
 $_->stop foreach ($n1, $n2);
 done_testing();

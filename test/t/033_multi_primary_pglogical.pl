@@ -7,9 +7,10 @@
 # was none.
 #
 # Then a node id used on both servers: with 'error' the first duplicate
-# stops the apply; with pglogical's default, 'apply_remote', replication
-# goes on and each server overwrites its own row with the other's, so the
-# two servers end up with different rows under the same IDs.
+# stops the apply; with pglogical's default, 'apply_remote' (and batch
+# inserts off, so that pglogical checks every row), replication goes on and
+# each server overwrites its own row with the other's, so the two servers
+# end up with different rows under the same IDs.
 #
 # From PostgreSQL 16 on, 032_multi_primary.pl tests the same topology with
 # the built-in origin = none.

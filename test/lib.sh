@@ -15,8 +15,7 @@ die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 flake_packages() {
 	local missing=() pkg
 	for pkg in $FLAKE_PACKAGES "$@"; do
-		dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
-			missing+=("$pkg")
+		flake_installed "$pkg" || missing+=("$pkg")
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
 	if [ "$(id -u)" -ne 0 ]; then
@@ -26,6 +25,49 @@ flake_packages() {
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq >/dev/null
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# Whether this machine's Debian release has a package (as root, after
+# updating the package lists once, if it does not know it yet).
+flake_packaged() {
+	apt-cache show "$1" >/dev/null 2>&1 && return 0
+	[ "$(id -u)" -eq 0 ] && [ -z "${FLAKE_APT_UPDATED:-}" ] || return 1
+	apt-get update -qq >/dev/null
+	FLAKE_APT_UPDATED=1
+	apt-cache show "$1" >/dev/null 2>&1
+}
+
+flake_installed() {
+	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
+}
+
+# The Debian packages of other extensions that TAP tests run beside flakeid
+# on PostgreSQL major version $1: pg_partman (040_partman.pl) and, on
+# versions without origin = none, pglogical (033_multi_primary_pglogical.pl).
+flake_tap_packages() {
+	echo "postgresql-$1-partman"
+	[ "$1" -ge 16 ] || echo "postgresql-$1-pglogical"
+}
+
+# Like flake_packages, for packages that a Debian release may lack (an
+# extension not yet packaged for a new PostgreSQL version): those it has are
+# installed or asked for, the others are left out.  The tests that need
+# them learn which from FLAKE_UNPACKAGED (see flake_unpackaged).
+flake_optional_packages() {
+	local pkg have=()
+	for pkg in "$@"; do
+		flake_installed "$pkg" || ! flake_packaged "$pkg" || have+=("$pkg")
+	done
+	flake_packages "${have[@]}"
+}
+
+# Of the packages named, those not installed: after flake_optional_packages,
+# the ones this Debian release does not have.
+flake_unpackaged() {
+	local pkg
+	for pkg in "$@"; do
+		flake_installed "$pkg" || echo "$pkg"
+	done
 }
 
 # PostgreSQL refuses to run as root.  As root, copy the source tree to a

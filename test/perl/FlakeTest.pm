@@ -17,7 +17,7 @@ use Time::HiRes qw(time usleep);
 our @EXPORT = qw(
   flake_node psql_as psql_state sqlstate_of fails_with start_fails
   settings_locked status_of state_file_copies ids_unique ids_increasing
-  increasing_sql tick_sql wait_until start_pgbench
+  increasing_sql tick_sql wait_until start_pgbench insert_together
   FLAKE_LOW_BITS
 );
 
@@ -292,6 +292,49 @@ sub start_pgbench
 		'>', \$out, '2>', \$err,
 		IPC::Run::timeout($timeout));
 	return ($handle, \$out, \$err);
+}
+
+# Several servers insert into their table events (origin, n, body) at the
+# same time, each with pgbench: $opts{clients} clients run $opts{txns}
+# batches of $opts{batch} rows, origin the server's number, pausing
+# $opts{pause_ms} between batches.  nodes => [[$node, $number], ...].
+# Asserts that every run finishes without a failed transaction.
+sub insert_together
+{
+	my (%opts) = @_;
+	my $tmp = PostgreSQL::Test::Utils::tempdir;
+	my @runs;
+
+	foreach my $pair (@{ $opts{nodes} })
+	{
+		my ($node, $id) = @$pair;
+		my $script = "$tmp/insert_$id.sql";
+		my ($out, $err) = ('', '');
+
+		PostgreSQL::Test::Utils::append_to_file($script,
+			    "INSERT INTO events (origin, n, body) "
+			  . "SELECT $id, g, md5(g::text || random()::text) "
+			  . "FROM generate_series(1, $opts{batch}) g;\n"
+			  . "\\sleep $opts{pause_ms} ms\n");
+		my $h = IPC::Run::start(
+			[
+				$node->installed_command('pgbench'), '-n',
+				'-f', $script, '-c', $opts{clients}, '-j', $opts{clients},
+				'-t', $opts{txns}, '-h', $node->host, '-p', $node->port,
+				'postgres'
+			],
+			'>', \$out, '2>', \$err);
+		push @runs, [ $id, $h, \$out, \$err ];
+	}
+	foreach my $run (@runs)
+	{
+		my ($id, $h, $out, $err) = @$run;
+		ok($h->finish, "server $id: pgbench load finished")
+		  or diag("stdout:\n$$out\nstderr:\n$$err");
+		my ($failed) = $$out =~ /number of failed transactions: (\d+)/;
+		ok(!$failed, "server $id: no failed transactions");
+	}
+	return;
 }
 
 1;

@@ -156,37 +156,13 @@ my %log_at = (
 #
 # Both servers insert at the same time.
 #
-my $tmp = PostgreSQL::Test::Utils::tempdir;
-my @runs;
-foreach my $pair ([ $n1, 1 ], [ $n2, 2 ])
-{
-	my ($node, $id) = @$pair;
-	my $script = "$tmp/insert_$id.sql";
-	PostgreSQL::Test::Utils::append_to_file($script,
-		    "INSERT INTO events (origin, n, body) "
-		  . "SELECT $id, g, md5(g::text || random()::text) "
-		  . "FROM generate_series(1, $batch) g;\n"
-		  . "\\sleep $pause_ms ms\n");
-	my ($out, $err) = ('', '');
-	my $h = IPC::Run::start(
-		[
-			$node->installed_command('pgbench'), '-n',
-			'-f', $script, '-c', $clients, '-j', $clients,
-			'-t', $txns, '-h', $node->host, '-p', $node->port,
-			'postgres'
-		],
-		'>', \$out, '2>', \$err);
-	push @runs, [ $id, $h, \$out, \$err ];
-}
 my $load_start = time;
-foreach my $run (@runs)
-{
-	my ($id, $h, $out, $err) = @$run;
-	ok($h->finish, "server $id: pgbench load finished")
-	  or diag("stdout:\n$$out\nstderr:\n$$err");
-	my ($failed) = $$out =~ /number of failed transactions: (\d+)/;
-	ok(!$failed, "server $id: no failed transactions");
-}
+insert_together(
+	nodes    => [ [ $n1, 1 ], [ $n2, 2 ] ],
+	batch    => $batch,
+	pause_ms => $pause_ms,
+	clients  => $clients,
+	txns     => $txns);
 
 # Both ways, until each server has every row and has confirmed the other's
 # last change.

@@ -90,13 +90,18 @@ sub connstr_of
 		$node->port);
 }
 
-# The subscriptions' error counters, "apply sync" summed.
+# The subscriptions' error counters, "apply sync" summed.  PostgreSQL 19
+# splits sync_error_count into one counter for tables and one for
+# sequences: every other counter ending in error_count is a sync error.
 sub error_counts
 {
 	my ($node) = @_;
-	return $node->safe_psql('postgres',
-		q{SELECT sum(apply_error_count) || ' ' || sum(sync_error_count)
-		  FROM pg_stat_subscription_stats});
+	return $node->safe_psql(
+		'postgres', q{
+		SELECT coalesce(sum(n::bigint) FILTER (WHERE k = 'apply_error_count'), 0)
+			|| ' ' || coalesce(sum(n::bigint) FILTER (WHERE k <> 'apply_error_count'), 0)
+		FROM pg_stat_subscription_stats s, jsonb_each_text(to_jsonb(s)) e(k, n)
+		WHERE k LIKE '%error_count'});
 }
 
 # The log lines from $offset on that report an error.

@@ -246,8 +246,10 @@ LayoutContext(void)
 /*
  * The value the server's configuration gives a parameter not yet defined,
  * or NULL: the placeholder's reset value, which a session's SET before
- * the library was loaded does not change.  A placeholder whose setting was
- * removed from the configuration is left empty, which is no value either.
+ * the library was loaded does not change.  Without preloading, a
+ * placeholder whose setting was removed from the configuration by a reload
+ * is left empty, which is no value either; at startup an empty value is
+ * what the configuration says.
  */
 static char *
 ConfiguredValue(const char *name)
@@ -257,7 +259,9 @@ ConfiguredValue(const char *name)
 	if (GetConfigOption(name, true, false) == NULL)
 		return NULL;
 	raw = GetConfigOptionResetString(name);
-	return (raw && raw[0] != '\0') ? pstrdup(raw) : NULL;
+	if (raw == NULL || (raw[0] == '\0' && !FlakePreloaded()))
+		return NULL;
+	return pstrdup(raw);
 }
 
 /* Whether raw is missing or, read as an integer, is what was applied. */

@@ -116,7 +116,9 @@ foreach my $case (
 	[ 'flakeid.epoch', q{'not a timestamp'} ],
 	[ 'flakeid.epoch', q{'2024-13-01 00:00:00+00'} ],
 	[ 'flakeid.epoch', q{'2024-01-01 00:00:00 Europe/Paris'} ],
-	[ 'flakeid.node_bits', '17' ])
+	[ 'flakeid.node_bits', '17' ],
+	[ 'flakeid.node_bits', q{''} ],
+	[ 'flakeid.epoch', q{''} ])
 {
 	my ($guc, $value) = @$case;
 	$bad->append_conf('postgresql.conf', "$guc = $value");

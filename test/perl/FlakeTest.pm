@@ -18,6 +18,7 @@ our @EXPORT = qw(
   flake_node psql_as psql_state sqlstate_of fails_with start_fails
   settings_locked status_of state_file_copies ids_unique ids_increasing
   increasing_sql tick_sql wait_until start_pgbench insert_together
+  check_two_primaries two_primaries_digest_sql
   FLAKE_LOW_BITS
 );
 
@@ -335,6 +336,61 @@ sub insert_together
 		ok(!$failed, "server $id: no failed transactions");
 	}
 	return;
+}
+
+# Two servers (numbers 1 and 2) that replicate their table events (origin,
+# n, body, legacy bigserial) to each other: assert that they hold the same
+# rows, decoded alike, every row once with no duplicate ID and none sent
+# back (server 1 also has $opts{preload} rows from before the load), each
+# row decoding to the server that made it, and that their bigserial columns
+# handed out the same numbers.  Returns the SQL of the rows' digest.
+sub check_two_primaries
+{
+	my ($n1, $n2, %opts) = @_;
+	my ($total, $preload, $load) = @opts{qw(total preload load)};
+
+	is( $n1->safe_psql('postgres', two_primaries_digest_sql()),
+		$n2->safe_psql('postgres', two_primaries_digest_sql()),
+		'both servers hold the same rows, decoded alike');
+	foreach my $node ($n1, $n2)
+	{
+		my $name = $node->name;
+		is( $node->safe_psql(
+				'postgres',
+				q{SELECT count(*) || ' ' || count(DISTINCT id) || ' '
+				  || count(*) FILTER (WHERE origin = 1) || ' '
+				  || count(*) FILTER (WHERE origin = 2)
+				  FROM events}),
+			"$total $total " . ($preload + $load) . " $load",
+			"$name: every row once, no duplicate ID, none sent back");
+		is( $node->safe_psql(
+				'postgres',
+				'SELECT count(*) FROM events WHERE flakeid_node(id) <> origin'),
+			'0',
+			"$name: every row decodes to the node that made it");
+	}
+	# A sequence is per server and is not replicated: both servers handed
+	# out the same numbers, which a bigserial key could not have held.
+	cmp_ok(
+		$n1->safe_psql(
+			'postgres', q{
+			SELECT count(*) FROM (
+				SELECT legacy FROM events GROUP BY legacy
+				HAVING count(DISTINCT origin) = 2) s}),
+		'>=', $load,
+		'the bigserial column has the same values from both servers');
+	return;
+}
+
+# The digest of a server's table events: its rows and their decoded IDs.
+sub two_primaries_digest_sql
+{
+	return q{
+	SELECT count(*) || ' ' || md5(string_agg(
+			format('%s|%s|%s', to_jsonb(e), flakeid_node(id),
+				flakeid_sequence(id)),
+			',' ORDER BY id))
+	FROM events e};
 }
 
 1;

@@ -436,8 +436,16 @@ FlakeAwaitIssue(FlakeShared *s, int64 end_ms)
 }
 
 /*
- * Reserve n consecutive ticks.  The hot path is one pass of the loop: a
- * clock read and one atomic operation on next_tick.
+ * Reserve n consecutive ticks.  While the IDs keep up with the clock, the
+ * hot path is a clock read and one fetch-and-add on next_tick: the tick it
+ * takes is kept when it lies between the clock and the lead bound, and
+ * skipped (a gap, never a duplicate) otherwise, and the call goes the
+ * careful way.  That way reads next_tick first, then starts the clock's
+ * millisecond with a compare-and-swap, waits for the clock, or takes the
+ * ticks with fetch-and-add; it serves batches, and calls while the IDs are
+ * ahead of the clock.  Taking the tick first moves next_tick's cache line
+ * to the caller once per call instead of twice (a read, then the write),
+ * which is what decides the rate when many backends call at once.
  */
 static inline void
 FlakeReserve(FlakeShared *s, int64 n, FlakeIssue *issue)
@@ -447,6 +455,7 @@ FlakeReserve(FlakeShared *s, int64 n, FlakeIssue *issue)
 	int64		now;
 	int64		end_ms;
 	int64		lease_end;
+	bool		quick = (n == 1 && !ids_ahead);
 
 	INSTR_TIME_SET_ZERO(since);
 	for (;;)
@@ -461,24 +470,51 @@ FlakeReserve(FlakeShared *s, int64 n, FlakeIssue *issue)
 			FlakeRefresh(s);
 			continue;
 		}
-		next = pg_atomic_read_u64(&s->next_tick);
-		now = FlakeNow(next);
-		now_tick = FlakeTickOfMs(&my_layout, now);
-		if (next < now_tick)
+		if (likely(quick))
 		{
-			/* the clock moved on: start its millisecond */
-			if (!pg_atomic_compare_exchange_u64(&s->next_tick, &next,
-												now_tick + (uint64) n))
+			int64		first_ms;
+
+			now = PreciseNow();
+			first = pg_atomic_fetch_add_u64(&s->next_tick, 1);
+			first_ms = FlakeTickMs(&my_layout, first);
+			ids_ahead = first_ms >= now + coarse_slack_ms;
+
+			/*
+			 * Kept: not behind the clock, and within the lead bound, or the
+			 * first tick past it (the wait for it below is short).
+			 * Skipped: behind the clock, which has to be caught up with, or
+			 * further ahead than the bound, where the careful way tells a
+			 * clock set back from a busy millisecond.
+			 */
+			if (unlikely(first_ms < now ||
+						 (first_ms - now > flake_max_lead_ms &&
+						  FlakeTickMs(&my_layout, first - 1) - now > flake_max_lead_ms)))
+			{
+				quick = false;
 				continue;
-			first = now_tick;
+			}
 		}
-		else if (likely(FlakeTickMs(&my_layout, next + n - 1) - now <=
-						flake_max_lead_ms))
-			first = pg_atomic_fetch_add_u64(&s->next_tick, (uint64) n);
 		else
 		{
-			FlakeWaitForLead(s, next, n, &since);
-			continue;
+			next = pg_atomic_read_u64(&s->next_tick);
+			now = FlakeNow(next);
+			now_tick = FlakeTickOfMs(&my_layout, now);
+			if (next < now_tick)
+			{
+				/* the clock moved on: start its millisecond */
+				if (!pg_atomic_compare_exchange_u64(&s->next_tick, &next,
+													now_tick + (uint64) n))
+					continue;
+				first = now_tick;
+			}
+			else if (likely(FlakeTickMs(&my_layout, next + n - 1) - now <=
+							flake_max_lead_ms))
+				first = pg_atomic_fetch_add_u64(&s->next_tick, (uint64) n);
+			else
+			{
+				FlakeWaitForLead(s, next, n, &since);
+				continue;
+			}
 		}
 		/* a full barrier came before: the word is read afresh */
 		if (likely(pg_atomic_read_u32(&s->word) == word))

@@ -74,6 +74,15 @@ SELECT (SELECT count(*) FROM ix_parted) = (SELECT count(*) FROM ix) AS all_rows;
 SELECT satisfies_hash_partition('ix_parted'::regclass, 2, 0, 1234567890123456789::flakeid)
 	= satisfies_hash_partition('ix_parted'::regclass, 2, 0, 1234567890123456789::flakeid) AS stable;
 SELECT plan($$SELECT * FROM ix_parted WHERE id = 42$$);
+-- with an index per partition, ORDER BY id merges them, in order
+CREATE INDEX ON ix_parted (id);
+SELECT count(*) FILTER (WHERE line ~ '^\s*Merge Append') AS merge_append,
+	count(*) FILTER (WHERE line ~ 'Index Only Scan using ix_parted_\d_id_idx') AS index_scans
+FROM plan($$SELECT id FROM ix_parted ORDER BY id$$) AS line;
+SELECT count(*) = (SELECT count(*) FROM ix) AS all_rows,
+	bool_and(prev IS NULL OR id >= prev) AS ordered
+FROM (SELECT id, lag(id) OVER () AS prev
+	  FROM (SELECT id FROM ix_parted ORDER BY id) s) t;
 DROP TABLE ix_parted;
 
 -- range partitioning by time through flakeid_from_timestamp bounds

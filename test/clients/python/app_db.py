@@ -18,3 +18,19 @@ def url(database):
         database=database,
         query={"host": os.environ["PGHOST"], "port": os.environ["PGPORT"]},
     )
+
+
+# Whether the connected role is a superuser: the tests run as one that is not.
+IS_SUPERUSER_SQL = "SELECT rolsuper FROM pg_roles WHERE rolname = current_user"
+
+
+def id_columns_sql(relname_condition):
+    """Each table's name, id column type and id default, for the tables
+    whose relname meets the condition (an SQL fragment), by name."""
+    return (
+        "SELECT c.relname, format_type(a.atttypid, a.atttypmod),"
+        " pg_get_expr(d.adbin, d.adrelid)"
+        " FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
+        " JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum"
+        f" WHERE a.attname = 'id' AND c.relname {relname_condition} ORDER BY 1"
+    )

@@ -11,7 +11,7 @@ import unittest
 import django
 from django.conf import settings
 
-from app_db import APP_USER, SERVER_NODE_ID
+from app_db import APP_USER, IS_SUPERUSER_SQL, SERVER_NODE_ID, id_columns_sql
 
 settings.configure(
     DATABASES={
@@ -59,18 +59,12 @@ class DjangoTest(unittest.TestCase):
 
     def test_role_is_not_superuser(self):
         self.assertEqual(
-            self.query("SELECT rolsuper FROM pg_roles WHERE rolname = current_user"), [(False,)]
+            self.query(IS_SUPERUSER_SQL), [(False,)]
         )
 
     def test_migration_made_flakeid_and_bigint_keys(self):
         self.assertEqual(
-            self.query(
-                "SELECT c.relname, format_type(a.atttypid, a.atttypmod),"
-                " pg_get_expr(d.adbin, d.adrelid)"
-                " FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
-                " JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum"
-                " WHERE a.attname = 'id' AND c.relname LIKE 'flakeid_django_%' ORDER BY 1"
-            ),
+            self.query(id_columns_sql("LIKE 'flakeid_django_%'")),
             [
                 ("flakeid_django_event", "flakeid", "nextflake()"),
                 ("flakeid_django_order", "bigint", "nextflake()"),

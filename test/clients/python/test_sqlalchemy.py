@@ -12,7 +12,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy.orm import Session, declarative_base
 
-from app_db import SERVER_NODE_ID, url
+from app_db import IS_SUPERUSER_SQL, SERVER_NODE_ID, id_columns_sql, url
 from flakeid_sqlalchemy import Flakeid
 
 # README: the two models
@@ -50,18 +50,12 @@ class SqlAlchemyTest(unittest.TestCase):
 
     def test_role_is_not_superuser(self):
         self.assertEqual(
-            self.query("SELECT rolsuper FROM pg_roles WHERE rolname = current_user"), [(False,)]
+            self.query(IS_SUPERUSER_SQL), [(False,)]
         )
 
     def test_create_all_made_flakeid_and_bigint_keys(self):
         self.assertEqual(
-            self.query(
-                "SELECT c.relname, format_type(a.atttypid, a.atttypmod),"
-                " pg_get_expr(d.adbin, d.adrelid)"
-                " FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
-                " JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum"
-                " WHERE a.attname = 'id' AND c.relname IN ('events', 'orders') ORDER BY 1"
-            ),
+            self.query(id_columns_sql("IN ('events', 'orders')")),
             [("events", "flakeid", "nextflake()"), ("orders", "bigint", "nextflake()")],
         )
 

@@ -5,13 +5,13 @@
  *	  shared generator.
  *
  * The generator counts ticks (see flakeid.h) in one 64-bit word of shared
- * memory, next_tick.  A call reads the clock; if the clock has moved past
- * next_tick it starts the clock's millisecond with one compare-and-swap,
- * and otherwise it takes the next ticks with one fetch-and-add, which
- * never fails and never retries, however many backends call at once.
- * Every reservation is ordered by that one word, so the IDs of a server
- * are strictly increasing across backends.  No lock, no I/O, no
- * allocation.
+ * memory, next_tick.  A call reads the clock and takes ticks with one
+ * fetch-and-add, which never fails and never retries, however many
+ * backends call at once; when the clock has moved past next_tick it
+ * starts the clock's millisecond with one compare-and-swap instead (see
+ * FlakeReserve for the order of the two).  Every reservation is ordered by
+ * that one word, so the IDs of a server are strictly increasing across
+ * backends.  No lock, no I/O, no allocation.
  *
  * Around the reservation, a call reads the generator's word (status,
  * node id, generation) before and after: when a node id or layout was

@@ -83,6 +83,10 @@ SELECT count(*) = (SELECT count(*) FROM ix) AS all_rows,
 	bool_and(prev IS NULL OR id >= prev) AS ordered
 FROM (SELECT id, lag(id) OVER () AS prev
 	  FROM (SELECT id FROM ix_parted ORDER BY id) s) t;
+-- a range of IDs is looked up in every partition's index
+SELECT count(*) FILTER (WHERE line ~ 'Index Only Scan using ix_parted_\d_id_idx') AS index_scans
+FROM plan($$SELECT id FROM ix_parted
+	WHERE id >= flakeid_from_timestamp('2024-01-01 00:00:00+00')$$) AS line;
 DROP TABLE ix_parted;
 
 -- range partitioning by time through flakeid_from_timestamp bounds

@@ -37,6 +37,7 @@
 #define FLAKE_DEFAULT_MAX_LEAD_MS	5000
 #define FLAKE_DEFAULT_MAX_CLOCK_WAIT_MS 10000
 #define FLAKE_DEFAULT_MAX_BATCH 1000000
+#define FLAKE_MAX_CACHE		4096
 
 /* The layout: the same on every server whose IDs meet. */
 typedef struct FlakeLayout
@@ -163,6 +164,7 @@ extern int	flake_node_id;
 extern int	flake_max_lead_ms;
 extern int	flake_max_clock_wait_ms;
 extern int	flake_max_batch;
+extern int	flake_cache;
 extern void FlakeDefineGucs(void);
 extern uint64 flake_layout_settings_gen;
 extern bool FlakeConfiguredLayout(FlakeLayout *layout, const char **bad_setting);

@@ -22,6 +22,11 @@
  * worker).  Ticks reserved by a call that fails or is cancelled are never
  * issued: IDs may have gaps, never repeats.
  *
+ * With flakeid.cache above 1, nextflake() reserves a block of ticks that
+ * way and hands them out from this process's memory within the clock's
+ * millisecond (see FlakeBlock): IDs strictly increasing per backend, and
+ * across backends from one millisecond of the clock to the next.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -78,6 +83,44 @@ static int64 coarse_slack_ms = 0;
 
 /* Whether this process's last call found the IDs ahead of the clock. */
 static bool ids_ahead = false;
+
+/*
+ * With flakeid.cache above 1, the block of ticks nextflake() reserved last
+ * in this process.  Its ticks are handed out one per call while the word
+ * is the one they were reserved under and the clock still reads the
+ * millisecond it read just before the reservation: a call in a later
+ * millisecond reserves anew, after every call that returned before that
+ * millisecond began, so its ID is above theirs.  Ticks left over are gaps.
+ */
+typedef struct FlakeBlock
+{
+	FlakeIssue	issue;			/* issue.first: the next tick to hand out */
+	uint64		end;			/* past the block's last tick */
+	int64		ms;				/* the clock before the reservation */
+	uint32		word;			/* the generator's word then */
+	int64		size;			/* ticks the next reservation takes */
+} FlakeBlock;
+
+static FlakeBlock my_block = {.size = 1};
+
+/* No tick of the block is handed out any more; ticks left make it smaller. */
+static inline void
+FlakeDropBlock(void)
+{
+	if (unlikely(my_block.issue.first < my_block.end))
+	{
+		my_block.end = my_block.issue.first;
+		my_block.size = Max(my_block.size / 2, 1);
+	}
+}
+
+/* This process issued n more IDs, as flakeid_status() counts them. */
+static inline void
+FlakeCountIssued(int64 n)
+{
+	pg_atomic_write_u64(&my_slot->issued,
+						pg_atomic_read_u64(&my_slot->issued) + (uint64) n);
+}
 
 /* The generator where there can be none, or on PostgreSQL 15 without preloading. */
 static void
@@ -207,6 +250,7 @@ FlakeRefresh(FlakeShared *s)
 		ReportNotReady(s, FlakeWordStatus(word));
 	CheckSettingsUnchanged(s);
 
+	FlakeDropBlock();
 	my_layout = layout;
 	my_word = word;
 	my_settings_gen = flake_layout_settings_gen;
@@ -538,9 +582,6 @@ FlakeReserve(FlakeShared *s, int64 n, FlakeIssue *issue)
 	/* keep the lease ahead, so that no call has to wait for it */
 	if (unlikely(end_ms + FLAKE_LEASE_MS / 2 >= lease_end))
 		FlakeWakeWorker(s);
-
-	pg_atomic_write_u64(&my_slot->issued,
-						pg_atomic_read_u64(&my_slot->issued) + (uint64) n);
 }
 
 /* The generator, or an error where this server has none. */
@@ -558,13 +599,84 @@ FlakeGenerator(void)
 	return generator;
 }
 
-/* The next ID of this server. */
+/*
+ * Reserve the next block for nextflake() with flakeid.cache above 1, and
+ * take its first tick.  The block doubles, up to flakeid.cache, while one
+ * millisecond uses it up, and halves when ticks are left over (see
+ * FlakeDropBlock), so that a backend that calls seldom leaves few gaps.
+ */
+static pg_noinline void
+FlakeNextBlock(FlakeShared *s, FlakeIssue *issue)
+{
+	bool		left_over = my_block.issue.first < my_block.end;
+	int64		size;
+	int64		now;
+	uint32		word;
+
+	FlakeDropBlock();
+	if (pg_atomic_read_u32(&s->word) != my_word ||
+		my_settings_gen != flake_layout_settings_gen)
+		FlakeRefresh(s);
+	now = PreciseNow();
+	size = my_block.size;
+	if (!left_over && now == my_block.ms && my_block.word == my_word)
+		size *= 2;
+
+	/*
+	 * At most the setting, and never more than flakeid.max_lead holds.
+	 * One tick while the IDs are ahead of the clock: then the sequence,
+	 * not the shared word, bounds the rate, and ticks left over would only
+	 * push the IDs further ahead.
+	 */
+	size = Min(size, (int64) flake_cache);
+	size = Min(size, FlakeSeqPerMs(&my_layout) * (int64) flake_max_lead_ms);
+	if (size < 1 || ids_ahead)
+		size = 1;
+
+	word = my_word;
+	FlakeReserve(s, size, issue);
+	FlakeCountIssued(1);
+
+	my_block.issue = *issue;
+	my_block.issue.first++;
+	my_block.end = issue->first + (uint64) size;
+	/* learnt again meanwhile: now may be in another layout's terms */
+	my_block.ms = (my_word == word) ? now : -1;
+	my_block.word = my_word;
+	my_block.size = size;
+}
+
+/*
+ * The next ID of this server.  With flakeid.cache above 1, the next tick
+ * of this process's block, while it lasts and the clock is in its
+ * millisecond.
+ */
 Datum
 nextflake(PG_FUNCTION_ARGS)
 {
+	FlakeShared *s = FlakeGenerator();
 	FlakeIssue	issue;
 
-	FlakeReserve(FlakeGenerator(), 1, &issue);
+	if (flake_cache > 1)
+	{
+		if (likely(my_block.issue.first < my_block.end &&
+				   pg_atomic_read_u32(&s->word) == my_block.word &&
+				   my_settings_gen == flake_layout_settings_gen &&
+				   PreciseNow() == my_block.ms))
+		{
+			issue = my_block.issue;
+			my_block.issue.first++;
+			FlakeCountIssued(1);
+		}
+		else
+			FlakeNextBlock(s, &issue);
+	}
+	else
+	{
+		FlakeDropBlock();
+		FlakeReserve(s, 1, &issue);
+		FlakeCountIssued(1);
+	}
 	PG_RETURN_INT64(FlakeIdOfTick(&issue.layout, issue.first, issue.node));
 }
 
@@ -622,7 +734,10 @@ nextflakes(PG_FUNCTION_ARGS)
 			s = FlakeGenerator();
 			(void) FlakeSnapshot(s, &layout);
 			CheckReservationSize(n, &layout);
+			/* this process's IDs keep rising: none from the block after */
+			FlakeDropBlock();
 			FlakeReserve(s, n, issue);
+			FlakeCountIssued(n);
 		}
 		funcctx->user_fctx = issue;
 		funcctx->max_calls = n;

@@ -39,6 +39,7 @@ int			flake_node_id = FLAKE_NODE_UNSET;
 int			flake_max_lead_ms = FLAKE_DEFAULT_MAX_LEAD_MS;
 int			flake_max_clock_wait_ms = FLAKE_DEFAULT_MAX_CLOCK_WAIT_MS;
 int			flake_max_batch = FLAKE_DEFAULT_MAX_BATCH;
+int			flake_cache = 1;
 
 static int	node_bits_guc = FLAKE_DEFAULT_NODE_BITS;
 static char *epoch_guc = NULL;
@@ -380,6 +381,19 @@ FlakeDefineGucs(void)
 							"server's capacity at once.",
 							&flake_max_batch,
 							FLAKE_DEFAULT_MAX_BATCH, 1, INT_MAX,
+							PGC_SUSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("flakeid.cache",
+							"The most IDs nextflake() reserves at a time in a "
+							"backend.",
+							"Above 1, a backend hands out the IDs it reserved "
+							"within the millisecond it reserved them in: its "
+							"own IDs still increase, but IDs of different "
+							"backends within one millisecond need not.",
+							&flake_cache,
+							1, 1, FLAKE_MAX_CACHE,
 							PGC_SUSET,
 							0,
 							NULL, NULL, NULL);

@@ -1,5 +1,6 @@
-# Security: no non-superuser session changes the node id or the layout, by
-# any means; and the extension installs and compares correctly under a
+# Security: no non-superuser session changes the node id, the layout or
+# flakeid.cache (which relaxes the order of IDs across backends), by any
+# means; and the extension installs and compares correctly under a
 # hostile search_path.
 
 use strict;
@@ -33,6 +34,7 @@ foreach my $who ([ 'alice', 'postgres' ], [ 'dave', 'daves' ])
 	{
 		settings_locked($node, $user, $db, $guc, $settings{$guc});
 	}
+	settings_locked($node, $user, $db, 'flakeid.cache', '64');
 	my ($ret, $out, $err) = psql_as(
 		$node, q{
 		SELECT count(*) FILTER (WHERE flakeid_node(id) = 11
@@ -59,6 +61,9 @@ foreach my $guc (sort keys %settings)
 	fails_with($node, "SET $guc = '$settings{$guc}'", '55P02',
 		"superuser SET $guc");
 }
+# flakeid.cache is a superuser's to set
+is($node->safe_psql('postgres', 'SET flakeid.cache = 64; SHOW flakeid.cache'),
+	'64', 'a superuser sets flakeid.cache for a session');
 
 # A hostile search_path at install time: mallory's schema comes first, even
 # before pg_catalog, and holds look-alikes of the int8 functions and

@@ -57,6 +57,9 @@ log_statement = none
 log_min_duration_statement = -1
 }) if $opts{quiet};
 	$node->append_conf('postgresql.conf', $opts{conf}) if defined $opts{conf};
+	# test/run cache: every server with blocks of IDs per backend
+	$node->append_conf('postgresql.conf', "flakeid.cache = $ENV{FLAKE_TAP_CACHE}")
+	  if $ENV{FLAKE_TAP_CACHE};
 	return $node;
 }
 

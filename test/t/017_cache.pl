@@ -107,6 +107,15 @@ WHERE prev IS NOT NULL;}),
 	't',
 	'one backend: nextflake() and nextflakes() calls strictly increasing');
 
+# A superuser sets it for a role, whose sessions generate with it.
+$node->safe_psql('postgres',
+	'CREATE ROLE loader LOGIN; ALTER ROLE loader SET flakeid.cache = 16');
+my (undef, $loader) = psql_as($node,
+	q{SELECT current_setting('flakeid.cache') || ' ' || count(DISTINCT id)
+	  FROM (SELECT nextflake() AS id FROM generate_series(1, 1000)) s},
+	user => 'loader');
+is($loader, '16 1000', 'ALTER ROLE ... SET flakeid.cache applies to the role\'s sessions');
+
 # A reload back to 1 returns to strict order across backends.
 $node->safe_psql('postgres', 'ALTER SYSTEM SET flakeid.cache = 1; SELECT pg_reload_conf()');
 ok( wait_until(

@@ -18,6 +18,7 @@ our @EXPORT = qw(
   flake_node psql_as psql_state sqlstate_of fails_with start_fails
   settings_locked status_of state_file_copies ids_unique ids_increasing
   increasing_sql tick_sql wait_until start_pgbench insert_together
+  CLOCKED_TABLE_SQL insert_clocked calls_ended_before ids_at_their_clock
   check_two_primaries two_primaries_digest_sql
   FLAKE_LOW_BITS
 );
@@ -296,6 +297,74 @@ sub start_pgbench
 		'>', \$out, '2>', \$err,
 		IPC::Run::timeout($timeout));
 	return ($handle, \$out, \$err);
+}
+
+# A table t whose defaults read the clock before (t0) and after (t1)
+# nextflake(), in column order; sess is the inserting pgbench client.
+use constant CLOCKED_TABLE_SQL => q{
+CREATE EXTENSION flakeid;
+CREATE TABLE t (
+	ord bigserial,
+	sess int NOT NULL,
+	t0 timestamptz NOT NULL DEFAULT clock_timestamp(),
+	id flakeid PRIMARY KEY DEFAULT nextflake(),
+	t1 timestamptz NOT NULL DEFAULT clock_timestamp());
+};
+
+# Four pgbench clients insert 100 rows a statement into that table t,
+# $txns statements each; asserts that all ran and that each inserted.
+sub insert_clocked
+{
+	my ($node, $txns) = @_;
+	my ($bench, $out, $err) = start_pgbench($node, 'insert100_clocked',
+		'INSERT INTO t (sess) SELECT :client_id FROM generate_series(1, 100);',
+		600, '-c', '4', '-j', '2', '-t', $txns);
+	ok($bench->finish, 'pgbench ran without error') or diag($$err);
+	my $all = 4 * $txns;
+	like($$out, qr/number of transactions actually processed: $all\/$all/,
+		"pgbench ran all $all transactions");
+	is($node->safe_psql('postgres', 'SELECT count(DISTINCT sess) FROM t'),
+		'4', 'four sessions inserted');
+	return;
+}
+
+# Assert that no ID of table t is behind the clock at its call, nor further
+# ahead of it than flakeid.max_lead.
+sub ids_at_their_clock
+{
+	my ($node) = @_;
+	is( $node->safe_psql(
+			'postgres', q{
+SELECT count(*) FROM t
+WHERE flakeid_timestamp(id) < date_trunc('milliseconds', t0)
+   OR flakeid_timestamp(id) > t1 + current_setting('flakeid.max_lead')::interval}),
+		'0',
+		'no ID is behind the clock at its call, nor further ahead than flakeid.max_lead');
+	return;
+}
+
+# Order across the sessions of table t: for each row, the largest ID of the
+# calls whose t1 lies before $bound (an SQL expression of the row's t0).
+# Returns how many rows have such calls, and how many of those have an ID
+# that is not above that largest ID.
+sub calls_ended_before
+{
+	my ($node, $bound) = @_;
+	$node->safe_psql(
+		'postgres', q{
+CREATE TABLE ended AS
+	SELECT t1, max(id::bigint) OVER (ORDER BY t1, id) AS max_before FROM t;
+CREATE INDEX ON ended (t1);
+ANALYZE ended;
+});
+	return split /\|/, $node->safe_psql(
+		'postgres', qq{
+SELECT count(*) FILTER (WHERE prior IS NOT NULL),
+	   count(*) FILTER (WHERE prior >= id::bigint)
+FROM (SELECT id,
+			 (SELECT max_before FROM ended e WHERE e.t1 < $bound
+			  ORDER BY e.t1 DESC LIMIT 1) AS prior
+	  FROM t) s});
 }
 
 # Several servers insert into their table events (origin, n, body) at the

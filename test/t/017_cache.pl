@@ -14,79 +14,26 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-# A table whose defaults read the clock before and after nextflake().
-my $table = q{
-CREATE EXTENSION flakeid;
-CREATE TABLE t (
-	ord bigserial,
-	sess int NOT NULL,
-	t0 timestamptz NOT NULL DEFAULT clock_timestamp(),
-	id flakeid PRIMARY KEY DEFAULT nextflake(),
-	t1 timestamptz NOT NULL DEFAULT clock_timestamp());
-};
-
-# Four pgbench clients insert 100 rows a statement into t.
-sub insert_four
-{
-	my ($node, $txns) = @_;
-	my ($bench, $out, $err) = start_pgbench($node, 'insert100_cache',
-		'INSERT INTO t (sess) SELECT :client_id FROM generate_series(1, 100);',
-		600, '-c', '4', '-j', '2', '-t', $txns);
-	ok($bench->finish, 'pgbench ran without error') or diag($$err);
-	my $all = 4 * $txns;
-	like($$out, qr/number of transactions actually processed: $all\/$all/,
-		"pgbench ran all $all transactions");
-	is($node->safe_psql('postgres', 'SELECT count(DISTINCT sess) FROM t'),
-		'4', 'four sessions inserted');
-	return;
-}
-
-# The count of rows whose call began after the millisecond in which
-# another call ended, and of those whose ID is not above that call's ID.
-sub order_by_millisecond
-{
-	my ($node) = @_;
-	$node->safe_psql(
-		'postgres', q{
-CREATE TABLE ended AS
-	SELECT t1, max(id::bigint) OVER (ORDER BY t1, id) AS max_before FROM t;
-CREATE INDEX ON ended (t1);
-ANALYZE ended;
-});
-	return split /\|/, $node->safe_psql(
-		'postgres', q{
-SELECT count(*) FILTER (WHERE prior IS NOT NULL),
-	   count(*) FILTER (WHERE prior >= id::bigint)
-FROM (SELECT id,
-			 (SELECT max_before FROM ended e
-			  WHERE e.t1 < date_trunc('milliseconds', t.t0)
-			  ORDER BY e.t1 DESC LIMIT 1) AS prior
-	  FROM t) s});
-}
-
 my $node = flake_node('cache', quiet => 1,
 	node_id => 0,
 	conf    => "flakeid.node_bits = 0\nflakeid.cache = 64\n");
 $node->start;
-$node->safe_psql('postgres', $table);
+$node->safe_psql('postgres', CLOCKED_TABLE_SQL);
 is($node->safe_psql('postgres', 'SHOW flakeid.cache'), '64',
 	'flakeid.cache is 64');
 
-insert_four($node, 1000);
+insert_clocked($node, 1000);
 ids_unique($node, 'SELECT id FROM t', 'four sessions with flakeid.cache = 64');
 ids_increasing($node, 'SELECT sess, ord, id FROM t', 'ord',
 	"each session's IDs in insert order", partition => 'sess');
-is( $node->safe_psql(
-		'postgres', q{
-SELECT count(*) FROM t
-WHERE flakeid_timestamp(id) < date_trunc('milliseconds', t0)
-   OR flakeid_timestamp(id) > t1 + current_setting('flakeid.max_lead')::interval}),
-	'0',
-	'no ID is behind the clock at its call, nor further ahead than flakeid.max_lead');
+ids_at_their_clock($node);
 is($node->safe_psql('postgres', 'SELECT issued FROM flakeid_status()'),
 	'400000', 'flakeid_status() counts the IDs handed out, not the ticks reserved');
 
-my ($checked, $broken) = order_by_millisecond($node);
+# for each row, the largest ID of the calls that ended before the clock's
+# millisecond in which its call began must be smaller than its ID
+my ($checked, $broken) =
+  calls_ended_before($node, "date_trunc('milliseconds', t.t0)");
 ok($checked > 300_000,
 	"rows whose call began in a later millisecond than other calls ended: $checked");
 is($broken, '0',
@@ -116,7 +63,7 @@ my (undef, $loader) = psql_as($node,
 	user => 'loader');
 is($loader, '16 1000', 'ALTER ROLE ... SET flakeid.cache applies to the role\'s sessions');
 
-# A reload back to 1 returns to strict order across backends.
+# A reload takes it back to 1.
 $node->safe_psql('postgres', 'ALTER SYSTEM SET flakeid.cache = 1; SELECT pg_reload_conf()');
 ok( wait_until(
 		sub {
@@ -126,14 +73,14 @@ ok( wait_until(
 	'flakeid.cache is back to 1 after a reload');
 $node->stop;
 
-# A sequence of 64 IDs per millisecond, which four sessions outrun:
-# blocks are reserved ahead of the clock, within flakeid.max_lead.
+# A sequence of 64 IDs per millisecond, which four sessions outrun: the
+# IDs run ahead of the clock, within flakeid.max_lead.
 my $capped = flake_node('cache_capped', quiet => 1,
 	node_id => 1,
 	conf    => "flakeid.node_bits = 16\nflakeid.cache = 64\nflakeid.max_lead = 20\n");
 $capped->start;
-$capped->safe_psql('postgres', $table);
-insert_four($capped, 500);
+$capped->safe_psql('postgres', CLOCKED_TABLE_SQL);
+insert_clocked($capped, 500);
 ids_unique($capped, 'SELECT id FROM t', 'four sessions ahead of the clock');
 ids_increasing($capped, 'SELECT sess, ord, id FROM t', 'ord',
 	"each session's IDs in insert order, ahead of the clock", partition => 'sess');

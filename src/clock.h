@@ -6,7 +6,8 @@
  * The generator reads CLOCK_REALTIME.  While the IDs run ahead of the
  * clock it reads CLOCK_REALTIME_COARSE instead: cheaper, updated once a
  * kernel tick, and never ahead of the precise clock.  Waits are measured
- * on the monotonic clock (latch timeouts, instr_time), never on these.
+ * on the monotonic clock (latch timeouts, instr_time), never on these, and
+ * so is how long a backend's block of IDs (flakeid.cache) stays valid.
  *
  *-------------------------------------------------------------------------
  */
@@ -32,6 +33,30 @@ static inline int64
 FlakeClockMs(const FlakeLayout *layout)
 {
 	return FlakeReadClock(CLOCK_REALTIME, layout);
+}
+
+/*
+ * The precise wall clock, and how many nanoseconds are left of the
+ * millisecond it reads.
+ */
+static inline int64
+FlakeClockMsLeft(const FlakeLayout *layout, int64 *ns_left)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	*ns_left = 1000000 - ts.tv_nsec % 1000000;
+	return (int64) ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - layout->epoch_ms;
+}
+
+/* The monotonic clock in nanoseconds, which no step of the wall clock moves. */
+static inline int64
+FlakeMonotonicNs(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* The coarse wall clock: behind the precise one by less than its slack. */

@@ -87,16 +87,18 @@ static bool ids_ahead = false;
 /*
  * With flakeid.cache above 1, the block of ticks nextflake() reserved last
  * in this process.  Its ticks are handed out one per call while the word
- * is the one they were reserved under and the clock still reads the
- * millisecond it read just before the reservation: a call in a later
- * millisecond reserves anew, after every call that returned before that
- * millisecond began, so its ID is above theirs.  Ticks left over are gaps.
+ * is the one they were reserved under and the rest of the millisecond the
+ * wall clock read just before the reservation has not passed, as the
+ * monotonic clock measures it, which no step of the wall clock stretches.
+ * A call after that millisecond reserves anew, after every call that
+ * returned before it ended, so its ID is above theirs.  Ticks left over
+ * are gaps.
  */
 typedef struct FlakeBlock
 {
 	FlakeIssue	issue;			/* issue.first: the next tick to hand out */
 	uint64		end;			/* past the block's last tick */
-	int64		ms;				/* the clock before the reservation */
+	int64		until;			/* monotonic ns: valid before this */
 	uint32		word;			/* the generator's word then */
 	int64		size;			/* ticks the next reservation takes */
 } FlakeBlock;
@@ -610,16 +612,26 @@ FlakeNextBlock(FlakeShared *s, FlakeIssue *issue)
 {
 	bool		left_over = my_block.issue.first < my_block.end;
 	int64		size;
+	int64		mono;
 	int64		now;
+	int64		ns_left;
 	uint32		word;
 
 	FlakeDropBlock();
 	if (pg_atomic_read_u32(&s->word) != my_word ||
 		my_settings_gen != flake_layout_settings_gen)
 		FlakeRefresh(s);
-	now = PreciseNow();
+
+	/*
+	 * The monotonic clock first: measured from it, the rest of the wall
+	 * clock's millisecond ends no later than the millisecond does.
+	 */
+	mono = FlakeMonotonicNs();
+	now = FlakeClockMsLeft(&my_layout, &ns_left);
+	if (unlikely(!FlakeClockInRange(now)))
+		ReportClockRange(now);
 	size = my_block.size;
-	if (!left_over && now == my_block.ms && my_block.word == my_word)
+	if (!left_over && mono < my_block.until && my_block.word == my_word)
 		size *= 2;
 
 	/*
@@ -640,16 +652,15 @@ FlakeNextBlock(FlakeShared *s, FlakeIssue *issue)
 	my_block.issue = *issue;
 	my_block.issue.first++;
 	my_block.end = issue->first + (uint64) size;
-	/* learnt again meanwhile: now may be in another layout's terms */
-	my_block.ms = (my_word == word) ? now : -1;
+	/* learnt again meanwhile: the block serves this call only */
+	my_block.until = (my_word == word) ? mono + ns_left : 0;
 	my_block.word = my_word;
 	my_block.size = size;
 }
 
 /*
  * The next ID of this server.  With flakeid.cache above 1, the next tick
- * of this process's block, while it lasts and the clock is in its
- * millisecond.
+ * of this process's block, while it lasts and within its millisecond.
  */
 Datum
 nextflake(PG_FUNCTION_ARGS)
@@ -662,7 +673,7 @@ nextflake(PG_FUNCTION_ARGS)
 		if (likely(my_block.issue.first < my_block.end &&
 				   pg_atomic_read_u32(&s->word) == my_block.word &&
 				   my_settings_gen == flake_layout_settings_gen &&
-				   PreciseNow() == my_block.ms))
+				   FlakeMonotonicNs() < my_block.until))
 		{
 			issue = my_block.issue;
 			my_block.issue.first++;

@@ -18,35 +18,32 @@
 
 #include "flakeid.h"
 
-/* Milliseconds since the epoch by one of the system's wall clocks. */
+/*
+ * Milliseconds since the epoch by one of the system's wall clocks, and,
+ * when ns_left is given, how many nanoseconds are left of that millisecond.
+ */
 static inline int64
-FlakeReadClock(clockid_t clock, const FlakeLayout *layout)
+FlakeReadClock(clockid_t clock, const FlakeLayout *layout, int64 *ns_left)
 {
 	struct timespec ts;
 
 	clock_gettime(clock, &ts);
+	if (ns_left)
+		*ns_left = 1000000 - ts.tv_nsec % 1000000;
 	return (int64) ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - layout->epoch_ms;
 }
 
-/* The precise wall clock. */
+/* The precise wall clock; ns_left as for FlakeReadClock(). */
 static inline int64
 FlakeClockMs(const FlakeLayout *layout)
 {
-	return FlakeReadClock(CLOCK_REALTIME, layout);
+	return FlakeReadClock(CLOCK_REALTIME, layout, NULL);
 }
 
-/*
- * The precise wall clock, and how many nanoseconds are left of the
- * millisecond it reads.
- */
 static inline int64
 FlakeClockMsLeft(const FlakeLayout *layout, int64 *ns_left)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	*ns_left = 1000000 - ts.tv_nsec % 1000000;
-	return (int64) ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - layout->epoch_ms;
+	return FlakeReadClock(CLOCK_REALTIME, layout, ns_left);
 }
 
 /* The monotonic clock in nanoseconds, which no step of the wall clock moves. */
@@ -63,7 +60,7 @@ FlakeMonotonicNs(void)
 static inline int64
 FlakeCoarseClockMs(const FlakeLayout *layout)
 {
-	return FlakeReadClock(CLOCK_REALTIME_COARSE, layout);
+	return FlakeReadClock(CLOCK_REALTIME_COARSE, layout, NULL);
 }
 
 /*

@@ -99,7 +99,6 @@ typedef struct FlakeBlock
 	FlakeIssue	issue;			/* issue.first: the next tick to hand out */
 	uint64		end;			/* past the block's last tick */
 	int64		until;			/* monotonic ns: valid before this */
-	uint32		word;			/* the generator's word then */
 	int64		size;			/* ticks the next reservation takes */
 } FlakeBlock;
 
@@ -252,7 +251,9 @@ FlakeRefresh(FlakeShared *s)
 		ReportNotReady(s, FlakeWordStatus(word));
 	CheckSettingsUnchanged(s);
 
+	/* a block is of the word it was reserved under: none is left */
 	FlakeDropBlock();
+	my_block.until = 0;
 	my_layout = layout;
 	my_word = word;
 	my_settings_gen = flake_layout_settings_gen;
@@ -305,15 +306,24 @@ ReportClockBehind(int64 behind)
 			 errhint("Correct the system clock, or raise flakeid.max_clock_wait to wait for it.")));
 }
 
-/* The precise clock, which must lie within the layout's range. */
+/*
+ * The precise clock, which must lie within the layout's range; ns_left,
+ * when given, as for FlakeReadClock().
+ */
 static inline int64
-PreciseNow(void)
+PreciseNowLeft(int64 *ns_left)
 {
-	int64		now = FlakeClockMs(&my_layout);
+	int64		now = FlakeClockMsLeft(&my_layout, ns_left);
 
 	if (unlikely(!FlakeClockInRange(now)))
 		ReportClockRange(now);
 	return now;
+}
+
+static inline int64
+PreciseNow(void)
+{
+	return PreciseNowLeft(NULL);
 }
 
 /*
@@ -613,7 +623,6 @@ FlakeNextBlock(FlakeShared *s, FlakeIssue *issue)
 	bool		left_over = my_block.issue.first < my_block.end;
 	int64		size;
 	int64		mono;
-	int64		now;
 	int64		ns_left;
 	uint32		word;
 
@@ -627,11 +636,9 @@ FlakeNextBlock(FlakeShared *s, FlakeIssue *issue)
 	 * clock's millisecond ends no later than the millisecond does.
 	 */
 	mono = FlakeMonotonicNs();
-	now = FlakeClockMsLeft(&my_layout, &ns_left);
-	if (unlikely(!FlakeClockInRange(now)))
-		ReportClockRange(now);
+	(void) PreciseNowLeft(&ns_left);
 	size = my_block.size;
-	if (!left_over && mono < my_block.until && my_block.word == my_word)
+	if (!left_over && mono < my_block.until)
 		size *= 2;
 
 	/*
@@ -642,7 +649,7 @@ FlakeNextBlock(FlakeShared *s, FlakeIssue *issue)
 	 */
 	size = Min(size, (int64) flake_cache);
 	size = Min(size, FlakeSeqPerMs(&my_layout) * (int64) flake_max_lead_ms);
-	if (size < 1 || ids_ahead)
+	if (ids_ahead)
 		size = 1;
 
 	word = my_word;
@@ -654,7 +661,6 @@ FlakeNextBlock(FlakeShared *s, FlakeIssue *issue)
 	my_block.end = issue->first + (uint64) size;
 	/* learnt again meanwhile: the block serves this call only */
 	my_block.until = (my_word == word) ? mono + ns_left : 0;
-	my_block.word = my_word;
 	my_block.size = size;
 }
 
@@ -671,7 +677,7 @@ nextflake(PG_FUNCTION_ARGS)
 	if (flake_cache > 1)
 	{
 		if (likely(my_block.issue.first < my_block.end &&
-				   pg_atomic_read_u32(&s->word) == my_block.word &&
+				   pg_atomic_read_u32(&s->word) == my_word &&
 				   my_settings_gen == flake_layout_settings_gen &&
 				   FlakeMonotonicNs() < my_block.until))
 		{

@@ -16,7 +16,7 @@
 
 #include <time.h>
 
-#include "flakeid.h"
+#include "layout.h"
 
 /*
  * Milliseconds since the epoch by one of the system's wall clocks, and,

@@ -17,7 +17,8 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "flakeid.h"
+#include "layout.h"
+#include "shmem.h"
 
 PG_FUNCTION_INFO_V1(flakeid_timestamp);
 PG_FUNCTION_INFO_V1(flakeid_node);

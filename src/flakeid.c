@@ -12,10 +12,14 @@
  */
 #include "postgres.h"
 
+#include "fmgr.h"
 #include "miscadmin.h"
 
-#include "flakeid.h"
+#include "guc.h"
 #include "mode.h"
+#include "shmem.h"
+#include "wal.h"
+#include "worker.h"
 
 PG_MODULE_MAGIC;
 

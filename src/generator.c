@@ -4,7 +4,7 @@
  *	  nextflake(), nextflakes() and flakeid_status(): reserving IDs from the
  *	  shared generator.
  *
- * The generator counts ticks (see flakeid.h) in one 64-bit word of shared
+ * The generator counts ticks (see layout.h) in one 64-bit word of shared
  * memory, next_tick.  A call reads the clock and takes ticks with one
  * fetch-and-add, which never fails and never retries, however many
  * backends call at once; when the clock has moved past next_tick it
@@ -41,7 +41,8 @@
 #include "utils/wait_event.h"
 
 #include "clock.h"
-#include "flakeid.h"
+#include "guc.h"
+#include "layout.h"
 #include "mode.h"
 #include "shmem.h"
 #include "worker.h"

@@ -13,14 +13,13 @@
  */
 #include "postgres.h"
 
-#include <ctype.h>
-
 #include "miscadmin.h"
-#include "utils/datetime.h"
 #include "utils/guc.h"
 
 #include "compat.h"
-#include "flakeid.h"
+#include "epoch.h"
+#include "guc.h"
+#include "layout.h"
 #include "mode.h"
 
 /*
@@ -48,137 +47,6 @@ static char *epoch_guc = NULL;
 	"flakeid.epoch must be an ISO-8601 UTC timestamp from 1970 on, such as \"" \
 	FLAKE_DEFAULT_EPOCH "\"."
 
-/* Read exactly n decimal digits. */
-static bool
-ScanDigits(const char **p, int n, int *value)
-{
-	int			v = 0;
-
-	for (int i = 0; i < n; i++)
-	{
-		if (!isdigit((unsigned char) (*p)[i]))
-			return false;
-		v = v * 10 + ((*p)[i] - '0');
-	}
-	*p += n;
-	*value = v;
-	return true;
-}
-
-/* Read an optional UTC offset: Z, UTC, +HH, +HHMM or +HH:MM. */
-static bool
-ScanOffset(const char **p, int *offset_min)
-{
-	int			sign,
-				hh,
-				mm = 0;
-
-	*offset_min = 0;
-	if (**p == ' ')
-		(*p)++;
-	if (**p == '\0')
-		return true;
-	if (**p == 'Z' || **p == 'z')
-	{
-		(*p)++;
-		return true;
-	}
-	if (pg_strncasecmp(*p, "UTC", 3) == 0)
-	{
-		*p += 3;
-		return true;
-	}
-	if (**p != '+' && **p != '-')
-		return false;
-	sign = (**p == '-') ? -1 : 1;
-	(*p)++;
-	if (!ScanDigits(p, 2, &hh))
-		return false;
-	if (**p == ':')
-		(*p)++;
-	if (isdigit((unsigned char) **p) && !ScanDigits(p, 2, &mm))
-		return false;
-	if (hh > 15 || mm > 59)
-		return false;
-	*offset_min = sign * (hh * 60 + mm);
-	return true;
-}
-
-/*
- * Parse an ISO-8601 timestamp such as "2020-01-01", "2020-01-01 00:00:00+00"
- * or "2020-01-01T00:00:00.000Z" into milliseconds since 1970-01-01 UTC.  A
- * timestamp without an offset is taken as UTC, never as local time.
- */
-static bool
-ParseEpoch(const char *str, int64 *result)
-{
-	const char *p = str;
-	int			year,
-				mon,
-				day,
-				hour = 0,
-				min = 0,
-				sec = 0,
-				msec = 0,
-				offset_min;
-	int			y2,
-				m2,
-				d2;
-	int64		days;
-
-	while (*p == ' ')
-		p++;
-	if (!ScanDigits(&p, 4, &year) || *p++ != '-' ||
-		!ScanDigits(&p, 2, &mon) || *p++ != '-' ||
-		!ScanDigits(&p, 2, &day))
-		return false;
-	if (*p == 'T' || *p == 't' || (*p == ' ' && isdigit((unsigned char) p[1])))
-	{
-		p++;
-		if (!ScanDigits(&p, 2, &hour) || *p++ != ':' ||
-			!ScanDigits(&p, 2, &min))
-			return false;
-		if (*p == ':')
-		{
-			p++;
-			if (!ScanDigits(&p, 2, &sec))
-				return false;
-			if (*p == '.')
-			{
-				int			scale = 100;
-
-				p++;
-				if (!isdigit((unsigned char) *p))
-					return false;
-				for (; isdigit((unsigned char) *p); p++, scale /= 10)
-				{
-					if (scale == 0)
-						return false;	/* finer than a millisecond */
-					msec += (*p - '0') * scale;
-				}
-			}
-		}
-	}
-	if (!ScanOffset(&p, &offset_min))
-		return false;
-	while (*p == ' ')
-		p++;
-	if (*p != '\0')
-		return false;
-
-	if (year < 1970 || mon < 1 || mon > 12 || day < 1 ||
-		hour > 23 || min > 59 || sec > 59)
-		return false;
-	j2date(date2j(year, mon, day), &y2, &m2, &d2);
-	if (y2 != year || m2 != mon || d2 != day)
-		return false;
-
-	days = date2j(year, mon, day) - UNIX_EPOCH_JDATE;
-	*result = ((days * 24 + hour) * 60 + min - offset_min) * 60 * 1000 +
-		sec * 1000 + msec;
-	return *result >= 0;
-}
-
 static bool
 CheckEpoch(char **newval, void **extra, GucSource source)
 {
@@ -186,7 +54,7 @@ CheckEpoch(char **newval, void **extra, GucSource source)
 	int64	   *copy;
 
 	(void) source;
-	if (*newval == NULL || !ParseEpoch(*newval, &ms))
+	if (*newval == NULL || !FlakeParseEpoch(*newval, &ms))
 	{
 		GUC_check_errdetail(EPOCH_FORMAT_DETAIL);
 		return false;

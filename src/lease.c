@@ -24,11 +24,14 @@
 #include "utils/tuplestore.h"
 
 #include "clock.h"
-#include "flakeid.h"
+#include "guc.h"
+#include "layout.h"
 #include "lease.h"
 #include "mode.h"
+#include "record.h"
 #include "shmem.h"
 #include "statefile.h"
+#include "wal.h"
 
 PG_FUNCTION_INFO_V1(flakeid_accept_layout);
 PG_FUNCTION_INFO_V1(flakeid_state_file);

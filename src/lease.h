@@ -1,77 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * lease.h
- *	  The time lease: the one record that the state file and the WAL both
- *	  hold, and the operations that make a lease durable.
- *
- * A lease says: no ID of this server, in this layout, has a millisecond at
- * or past lease_end.  After a restart, a crash or a failover generation
- * resumes at the lease end it finds, so that nothing is issued twice.
+ *	  Making the time lease durable: renewals by the lease worker.
  *
  *-------------------------------------------------------------------------
  */
 #ifndef FLAKEID_LEASE_H
 #define FLAKEID_LEASE_H
 
-#include "flakeid.h"
+#include "shmem.h"
 
-/* How far ahead of use a renewal reaches, in milliseconds. */
-#define FLAKE_LEASE_MS			1000
-
-/* The lease record, as written to the state file and to WAL. */
-typedef struct FlakeLease
-{
-	int64		epoch_ms;		/* the layout: flakeid.epoch */
-	int32		node_bits;		/* the layout: flakeid.node_bits */
-	int32		node_id;		/* the node id then, for readers of the log */
-	int64		lease_end;		/* ms since epoch_ms: no ID at or past it */
-} FlakeLease;
-
-static inline void
-FlakeLeaseFill(FlakeLease *lease, const FlakeLayout *layout, int32 node_id,
-			   int64 lease_end)
-{
-	memset(lease, 0, sizeof(FlakeLease));
-	lease->epoch_ms = layout->epoch_ms;
-	lease->node_bits = layout->node_bits;
-	lease->node_id = node_id;
-	lease->lease_end = lease_end;
-}
-
-static inline void
-FlakeLeaseLayout(const FlakeLease *lease, FlakeLayout *layout)
-{
-	layout->epoch_ms = lease->epoch_ms;
-	layout->node_bits = lease->node_bits;
-}
-
-/* Whether a record holds a lease that any layout could have written. */
-static inline bool
-FlakeLeaseSane(const FlakeLease *lease)
-{
-	return lease->epoch_ms >= 0 &&
-		lease->node_bits >= 0 && lease->node_bits <= FLAKE_MAX_NODE_BITS &&
-		lease->lease_end >= 0 && lease->lease_end <= FLAKE_MAX_MS + 1;
-}
-
-/*
- * Whether lease a reaches at least as far as lease b, both as integers
- * (the time field counts from its own epoch) and in time.  A lease that
- * does not is older: adopting it would let the floor go backwards.
- */
-static inline bool
-FlakeLeaseCovers(const FlakeLease *a, const FlakeLease *b)
-{
-	return a->lease_end >= b->lease_end &&
-		a->epoch_ms + a->lease_end >= b->epoch_ms + b->lease_end;
-}
-
-struct FlakeShared;
-
-/* lease.c */
-extern void FlakeLeaseRenew(struct FlakeShared *s, uint64 *renewed_tick);
-
-/* wal.c */
-extern bool FlakeWalLogLease(const FlakeLease *lease);
+extern void FlakeLeaseRenew(FlakeShared *s, uint64 *renewed_tick);
 
 #endif							/* FLAKEID_LEASE_H */

@@ -26,9 +26,12 @@
 #include "utils/timestamp.h"
 
 #include "compat.h"
-#include "flakeid.h"
+#include "guc.h"
+#include "layout.h"
 #include "mode.h"
+#include "record.h"
 #include "shmem.h"
+#include "statefile.h"
 
 static FlakeShared *flake_shared = NULL;
 static FlakeSlot *my_slot = NULL;

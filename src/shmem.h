@@ -14,8 +14,8 @@
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 
-#include "flakeid.h"
-#include "lease.h"
+#include "layout.h"
+#include "record.h"
 #include "statefile.h"
 
 /*
@@ -117,6 +117,7 @@ typedef struct FlakeShared
 	FlakeSlot	slots[FLEXIBLE_ARRAY_MEMBER];
 } FlakeShared;
 
+extern void FlakeShmemInit(void);
 extern FlakeShared *FlakeAttach(void);
 extern FlakeSlot *FlakeMySlot(void);
 extern uint32 FlakeSnapshot(FlakeShared *s, FlakeLayout *layout);
@@ -126,5 +127,6 @@ extern void FlakeAdoptNode(FlakeShared *s, int32 node_id);
 extern bool FlakeStoreLease(FlakeShared *s, const FlakeLease *lease,
 							bool is_floor);
 extern bool FlakeAdoptLease(FlakeShared *s, const FlakeLease *lease);
+extern const FlakeLayout *FlakeDecodeLayout(void);
 
 #endif							/* FLAKEID_SHMEM_H */

@@ -9,7 +9,7 @@
 #ifndef FLAKEID_STATEFILE_H
 #define FLAKEID_STATEFILE_H
 
-#include "lease.h"
+#include "record.h"
 
 #define FLAKE_STATE_FILE		"flakeid.state"
 

@@ -18,7 +18,7 @@
 #include "utils/builtins.h"
 
 #include "compat.h"
-#include "flakeid.h"
+#include "layout.h"
 
 PG_FUNCTION_INFO_V1(flakeid_in);
 PG_FUNCTION_INFO_V1(flakeid_recv);

@@ -28,9 +28,9 @@
 #include "miscadmin.h"
 #include "replication/syncrep.h"
 
-#include "flakeid.h"
-#include "lease.h"
+#include "record.h"
 #include "shmem.h"
+#include "wal.h"
 
 #define FLAKE_RMGR_ID			167
 #define XLOG_FLAKE_LEASE		0x00

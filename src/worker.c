@@ -26,7 +26,8 @@
 #include "utils/wait_event.h"
 
 #include "clock.h"
-#include "flakeid.h"
+#include "guc.h"
+#include "layout.h"
 #include "lease.h"
 #include "mode.h"
 #include "shmem.h"

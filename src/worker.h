@@ -11,6 +11,7 @@
 
 #include "shmem.h"
 
+extern void FlakeRegisterLeaseWorker(void);
 extern void FlakeWakeWorker(FlakeShared *s);
 
 #endif							/* FLAKEID_WORKER_H */

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
- * flakeid.h
- *	  The flakeid bit layout, and the parameters every file reads.
+ * layout.h
+ *	  The flakeid bit layout and the defaults of the parameters: pure
+ *	  arithmetic that every other file may use, and that uses none of them.
  *
  *	 63  62 ...................... 22  21 ......... 12  11 ......... 0
  *	  0 | ms since the epoch (41)     | node id        | sequence
@@ -16,10 +17,9 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef FLAKEID_H
-#define FLAKEID_H
+#ifndef FLAKEID_LAYOUT_H
+#define FLAKEID_LAYOUT_H
 
-#include "fmgr.h"
 #include "datatype/timestamp.h"
 
 #define FLAKE_TIME_BITS			41
@@ -159,25 +159,4 @@ FlakeMsOfTimestamp(const FlakeLayout *layout, TimestampTz ts)
 	return pg_ms + FLAKE_UNIX_TO_PG_MS - layout->epoch_ms;
 }
 
-/* guc.c */
-extern int	flake_node_id;
-extern int	flake_max_lead_ms;
-extern int	flake_max_clock_wait_ms;
-extern int	flake_max_batch;
-extern int	flake_cache;
-extern void FlakeDefineGucs(void);
-extern uint64 flake_layout_settings_gen;
-extern bool FlakeConfiguredLayout(FlakeLayout *layout, const char **bad_setting);
-extern void FlakeReportInvalidLayout(const char *bad_setting);
-
-/* shmem.c */
-extern void FlakeShmemInit(void);
-extern const FlakeLayout *FlakeDecodeLayout(void);
-
-/* worker.c */
-extern void FlakeRegisterLeaseWorker(void);
-
-/* wal.c */
-extern void FlakeRegisterRmgr(void);
-
-#endif							/* FLAKEID_H */
+#endif							/* FLAKEID_LAYOUT_H */

@@ -113,7 +113,15 @@ SELECT flakeid_parse('000000000001 ', 'base32');
 SELECT flakeid_parse('000000000000U', 'base32');
 SELECT flakeid_parse('00000-0000000', 'base32');
 SELECT flakeid_parse('000000000000*', 'base32');
+-- the width is counted in characters: 12 characters are too few, 13 with
+-- one that is not a digit name that character
 SELECT flakeid_parse(E'00000000000\u00e9', 'base32');
+SELECT flakeid_parse(E'000000000000\u00e9', 'base32');
+SELECT flakeid_parse(E'000000000\u00e90', 'base62');
+-- a long input is quoted by its first 40 characters only
+SELECT flakeid_parse(repeat('0', 1024 * 1024), 'base32');
+SELECT flakeid_parse(repeat(E'\u00e9', 1000), 'hex');
+SELECT flakeid_format(1, repeat('base', 1000));
 SELECT flakeid_parse('8000000000000', 'base32');
 SELECT flakeid_parse('ZZZZZZZZZZZZZ', 'base32');
 SELECT flakeid_parse('0000000000', 'base62');

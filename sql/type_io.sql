@@ -47,6 +47,11 @@ BEGIN
 	END LOOP;
 END $$;
 
+-- the message quotes a long input by its first 40 characters only
+SELECT (repeat('9', 1024 * 1024))::flakeid;
+SELECT (repeat(E'\u00e9', 1000))::flakeid;
+SELECT ('-' || repeat('1', 100))::flakeid;
+
 -- a megabyte of leading zeros is still a valid value
 SELECT (repeat('0', 1024 * 1024) || '5')::flakeid;
 

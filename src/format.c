@@ -17,6 +17,7 @@
 #include "utils/builtins.h"
 
 #include "compat.h"
+#include "type.h"
 
 PG_FUNCTION_INFO_V1(flakeid_format);
 PG_FUNCTION_INFO_V1(flakeid_parse);
@@ -61,7 +62,8 @@ LookupTextForm(text *fmt)
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("unrecognized flakeid format \"%s\"", name),
+			 errmsg("unrecognized flakeid format \"%s\"",
+					FlakeQuoteInput(name, strlen(name))),
 			 errhint("Valid formats are \"base32\", \"base62\" and \"hex\".")));
 	return NULL;				/* keep compiler quiet */
 }
@@ -99,13 +101,14 @@ DigitValue(const FlakeTextForm *form, char c)
 	return pos == NULL ? -1 : (int) (pos - form->digits);
 }
 
-/* Text of the wrong length for its form. */
+/* Text of the wrong length for its form: len bytes, nchars characters. */
 static void
-ReportBadLength(const FlakeTextForm *form, const char *str)
+ReportBadLength(const FlakeTextForm *form, const char *str, int len)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-			 errmsg("invalid %s flakeid: \"%s\"", form->name, str),
+			 errmsg("invalid %s flakeid: \"%s\"", form->name,
+					FlakeQuoteInput(str, len)),
 			 errdetail("A %s flakeid has exactly %d characters.",
 					   form->name, form->width)));
 }
@@ -137,16 +140,19 @@ ReportTextOutOfRange(const FlakeTextForm *form, const char *str)
 }
 
 /*
- * Read a string in a form.  Every character is checked before the value is
- * computed, so bad text is reported as such even when it is also too large.
+ * Read a string of len bytes in a form.  Its length is counted in
+ * characters, so that a string of the form's width with a character that
+ * is not a digit is reported for that character.  Every character is
+ * checked before the value is computed, so bad text is reported as such
+ * even when it is also too large.
  */
 static int64
 ParseDigits(const FlakeTextForm *form, const char *str, int len)
 {
 	int64		value = 0;
 
-	if (len != form->width)
-		ReportBadLength(form, str);
+	if (len < form->width || pg_mbstrlen_with_len(str, len) != form->width)
+		ReportBadLength(form, str, len);
 	for (int i = 0; i < len; i++)
 	{
 		if (DigitValue(form, str[i]) < 0)

@@ -15,15 +15,32 @@
 #include "postgres.h"
 
 #include "libpq/pqformat.h"
+#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 
 #include "compat.h"
 #include "layout.h"
+#include "type.h"
 
 PG_FUNCTION_INFO_V1(flakeid_in);
 PG_FUNCTION_INFO_V1(flakeid_recv);
 PG_FUNCTION_INFO_V1(flakeid_from_int8);
 PG_FUNCTION_INFO_V1(flakeid_from_int4);
+
+/*
+ * Input text as an error message quotes it: all of it, or its first
+ * FLAKE_QUOTE_CHARS characters and "...", so that a huge input does not
+ * fill the log.  len is its length in bytes.
+ */
+char *
+FlakeQuoteInput(const char *str, int len)
+{
+	int			keep = pg_mbcharcliplen(str, len, FLAKE_QUOTE_CHARS);
+
+	if (keep >= len)
+		return pnstrdup(str, len);
+	return psprintf("%.*s...", keep, str);
+}
 
 /*
  * A value below 0 or above the largest int64, reported through escontext:
@@ -35,7 +52,7 @@ ReportOutOfRange(const char *what, Node *escontext)
 	errsave(escontext,
 			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 			 errmsg("value \"%s\" is out of range for type %s",
-					what, "flakeid"),
+					FlakeQuoteInput(what, strlen(what)), "flakeid"),
 			 errdetail("flakeid values are between 0 and %lld.",
 					   (long long) PG_INT64_MAX)));
 }
@@ -61,7 +78,7 @@ ParseFlakeText(const char *str, Node *escontext)
 		ereturn(escontext, 0,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 				 errmsg("invalid input syntax for type %s: \"%s\"",
-						"flakeid", str)));
+						"flakeid", FlakeQuoteInput(str, strlen(str)))));
 	return value;
 }
 

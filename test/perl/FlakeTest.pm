@@ -19,9 +19,31 @@ our @EXPORT = qw(
   settings_locked status_of state_file_copies ids_unique ids_increasing
   increasing_sql tick_sql wait_until start_pgbench insert_together
   CLOCKED_TABLE_SQL insert_clocked calls_ended_before ids_at_their_clock
-  check_two_primaries two_primaries_digest_sql
+  check_two_primaries two_primaries_digest_sql run_timeout
   FLAKE_LOW_BITS
 );
+
+# Every psql call of the tests (psql, safe_psql, and what calls them) is
+# bounded: without a timeout of its own it gets the harness's default
+# (PG_TEST_TIMEOUT_DEFAULT, 180 s), and a call that runs past it dies, so
+# that a hang fails the test instead of stalling the run.
+{
+	no warnings 'redefine';
+	my $psql = \&PostgreSQL::Test::Cluster::psql;
+	*PostgreSQL::Test::Cluster::psql = sub {
+		my ($self, $dbname, $sql, %params) = @_;
+		$params{timeout} //= $PostgreSQL::Test::Utils::timeout_default;
+		return $psql->($self, $dbname, $sql, %params);
+	};
+}
+
+# The timeout of a command the tests start themselves (pgbench, pg_dump):
+# the harness's default, or $seconds.
+sub run_timeout
+{
+	my ($seconds) = @_;
+	return IPC::Run::timeout($seconds // $PostgreSQL::Test::Utils::timeout_default);
+}
 
 # The low bits of an ID, shared by the node id and the sequence: the one
 # fact of the layout the tests cannot ask the server for.  Everything else
@@ -295,7 +317,7 @@ sub start_pgbench
 			'-h', $node->host, '-p', $node->port, 'postgres'
 		],
 		'>', \$out, '2>', \$err,
-		IPC::Run::timeout($timeout));
+		run_timeout($timeout));
 	return ($handle, \$out, \$err);
 }
 
@@ -396,7 +418,7 @@ sub insert_together
 				'-t', $opts{txns}, '-h', $node->host, '-p', $node->port,
 				'postgres'
 			],
-			'>', \$out, '2>', \$err);
+			'>', \$out, '2>', \$err, run_timeout(600));
 		push @runs, [ $id, $h, \$out, \$err ];
 	}
 	foreach my $run (@runs)

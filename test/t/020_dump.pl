@@ -8,6 +8,7 @@ use strict;
 use warnings;
 
 use IPC::Run;
+use FlakeTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -225,7 +226,7 @@ foreach my $src ('src', 'src_ids')
 		[ 'pg_dump', '-d', $node->connstr($src) ],
 		'|',
 		[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr("${src}_plain") ],
-		'>', \$out, '2>', \$err);
+		'>', \$out, '2>', \$err, run_timeout());
 	ok($piped, "pg_dump $src | psql");
 	is($err, '', "pg_dump $src | psql: no errors or warnings");
 	check_restore($src, "${src}_plain", "pg_dump | psql of $src");

@@ -16,6 +16,7 @@
 use strict;
 use warnings;
 
+use FlakeTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -260,7 +261,7 @@ foreach my $pr (@producers)
 			'-p', $p->port,
 			'postgres'
 		],
-		'>', \$out, '2>', \$err);
+		'>', \$out, '2>', \$err, run_timeout(600));
 	push @runs, [ $pr, $h, \$out, \$err ];
 }
 foreach my $run (@runs)

@@ -293,7 +293,7 @@ for (my $round = 1; $round <= 5 && !$common; $round++)
 					  . "- clock_timestamp()))",
 					'-c', $reuse_sql{$id}
 				],
-				'>', \$out, '2>', \$err),
+				'>', \$out, '2>', \$err, run_timeout()),
 			\$err
 		  ];
 	}

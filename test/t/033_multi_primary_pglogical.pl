@@ -239,7 +239,7 @@ for (my $round = 1; $round <= 5 && !$common; $round++)
 					  . "SELECT id, $id, -1, 'reuse' FROM nextflakes(2048000) id "
 					  . "WHERE flakeid_sequence(id) < 2"
 				],
-				'>', \my $out, '2>', \$err),
+				'>', \my $out, '2>', \$err, run_timeout()),
 			\$err
 		  ];
 	}

@@ -8,6 +8,19 @@ FLAKE_PACKAGES="postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libipc-run-
 FLAKE_USER=${FLAKE_USER:-postgres}
 
 say() { printf '==> %s\n' "$*" >&2; }
+
+# The caller's libpq settings (PGOPTIONS, PGHOST, PGUSER, ...) would reach
+# the tests' servers and clients: a test's expected output or a server's
+# settings must not depend on them, as PostgreSQL's own test harness
+# clears them too.  PG_MAJOR, PG_CONFIG and the like, with an underscore,
+# are this project's and stay.
+flake_clear_libpq_env() {
+	local name
+	for name in $(env | sed -n 's/^\(PG[A-Z][A-Z0-9]*\)=.*/\1/p'); do
+		unset "$name"
+	done
+}
+flake_clear_libpq_env
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # Install the Debian packages that are missing (as root), or say which ones

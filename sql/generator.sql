@@ -50,6 +50,16 @@ BEGIN
 	END LOOP;
 END $$;
 SELECT count(*) AS ids, count(DISTINCT id) AS distinct_ids FROM mixed;
+-- a call per row: nextflakes() in the select list, or in FROM with an
+-- argument that refers to the row (LATERAL), is called again for each row
+SELECT count(*) AS ids, count(DISTINCT id) AS distinct_ids
+FROM (SELECT nextflakes(2) AS id FROM generate_series(1, 3) g) s;
+SELECT count(*) AS ids, count(DISTINCT id) AS distinct_ids
+FROM generate_series(1, 3) g CROSS JOIN LATERAL nextflakes(2 + 0 * g) AS id;
+-- in FROM with an argument that does not refer to the row, it is called
+-- once and its rows are read again for every row: the same IDs repeat
+SELECT count(*) AS ids, count(DISTINCT id) AS distinct_ids
+FROM generate_series(1, 3) g CROSS JOIN LATERAL nextflakes(2) AS id;
 SELECT count(*) FROM nextflakes(0);
 SELECT count(*) FROM nextflakes(1);
 SELECT * FROM nextflakes(-1);

@@ -24,6 +24,16 @@ CREATE TABLE legacy (id bigint PRIMARY KEY DEFAULT nextflake(), body text);
 COMMIT;
 INSERT INTO events (body) SELECT 'e' || g FROM generate_series(1, 100) g;
 INSERT INTO legacy (body) SELECT 'l' || g FROM generate_series(1, 100) g;
+-- server-wide figures are pg_monitor's, whichever version is installed:
+-- 1.0 and 1.1 grant EXECUTE on flakeid_status() to PUBLIC, and the function
+-- refuses all the same
+SELECT has_function_privilege('flakeid_status()', 'EXECUTE') AS may_execute_1_0;
+SELECT state FROM flakeid_status();
+BEGIN;
+ALTER EXTENSION flakeid UPDATE TO '1.1';
+COMMIT;
+SELECT has_function_privilege('flakeid_status()', 'EXECUTE') AS may_execute_1_1;
+SELECT state FROM flakeid_status();
 -- this release's migration
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS flakeid;
@@ -31,6 +41,8 @@ ALTER EXTENSION flakeid UPDATE;
 COMMIT;
 SELECT extversion, extowner::regrole::text = current_user AS owned_by_me
 FROM pg_extension WHERE extname = 'flakeid';
+SELECT state FROM flakeid_status();
+SELECT count(*) FROM flakeid_state_file();
 -- run again, it changes nothing
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS flakeid;
@@ -64,6 +76,23 @@ SELECT has_function_privilege('flakeid_accept_layout()', 'EXECUTE');
 \c - regress_flake_app
 SELECT flakeid_node(nextflake()) AS node, flakeid_format(0, 'hex');
 SELECT flakeid_accept_layout();
+SELECT state FROM flakeid_status();
+
+-- a member of pg_monitor reads them, under 1.0 too
+\c - :superuser_name
+GRANT pg_monitor TO regress_flake_app;
+\c - regress_flake_app
+SELECT state, node_id FROM flakeid_status();
+SELECT count(*) > 0 AS copies FROM flakeid_state_file();
+\c - regress_flake_owner
+BEGIN;
+DROP TABLE events, legacy;
+DROP EXTENSION flakeid;
+CREATE EXTENSION flakeid VERSION '1.0';
+COMMIT;
+SELECT state FROM flakeid_status();
+\c - regress_flake_app
+SELECT state, node_id FROM flakeid_status();
 
 \c regression :superuser_name
 DROP DATABASE regress_flake_migrations;

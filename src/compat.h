@@ -11,6 +11,8 @@
 #define FLAKEID_COMPAT_H
 
 #include "miscadmin.h"
+#include "replication/syncrep.h"
+#include "replication/walsender_private.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
@@ -19,6 +21,7 @@
 
 #if PG_VERSION_NUM >= 160000
 #include "nodes/miscnodes.h"
+#include "utils/guc_tables.h"
 /* PostgreSQL 16 moved the varlena macros out of postgres.h. */
 #include "varatt.h"
 #endif
@@ -51,6 +54,50 @@
 #else
 #define FlakeGucMalloc(size)	malloc(size)
 #endif
+
+/*
+ * Where the value a parameter resets to came from: PGC_S_FILE for the
+ * configuration file, PGC_S_CLIENT for a connection's options, and so on.
+ * For a parameter that a library not yet loaded will define, this is where
+ * the value of its placeholder came from.  PostgreSQL 16 and later tell;
+ * before, the answer is PGC_S_DEFAULT, "nothing known".
+ */
+#if PG_VERSION_NUM >= 160000
+static inline GucSource
+FlakeGucResetSource(const char *name)
+{
+	struct config_generic *record = find_option(name, false, true, DEBUG5);
+
+	return record != NULL ? record->reset_source : PGC_S_DEFAULT;
+}
+#else
+static inline GucSource
+FlakeGucResetSource(const char *name)
+{
+	(void) name;
+	return PGC_S_DEFAULT;
+}
+#endif
+
+/*
+ * Whether the server has synchronous standbys, as commits see it: the
+ * shared state that the checkpointer keeps from synchronous_standby_names.
+ * Minor releases of 2025 (15.13, 17.5, ...) turned its flag into a status
+ * with a bit for "not read yet", when commits go by their own setting.
+ */
+static inline bool
+FlakeSyncStandbysNamed(void)
+{
+#ifdef SYNC_STANDBY_DEFINED
+	bits8		status = ((volatile WalSndCtlData *) WalSndCtl)->sync_standbys_status;
+
+	if (status & SYNC_STANDBY_INIT)
+		return (status & SYNC_STANDBY_DEFINED) != 0;
+	return SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0';
+#else
+	return ((volatile WalSndCtlData *) WalSndCtl)->sync_standbys_defined;
+#endif
+}
 
 /*
  * A new LWLock tranche for a lock embedded in shared memory.  PostgreSQL

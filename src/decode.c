@@ -17,14 +17,53 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+#include "guc.h"
 #include "layout.h"
 #include "shmem.h"
+#include "worker.h"
 
 PG_FUNCTION_INFO_V1(flakeid_timestamp);
 PG_FUNCTION_INFO_V1(flakeid_node);
 PG_FUNCTION_INFO_V1(flakeid_sequence);
 PG_FUNCTION_INFO_V1(flakeid_decode);
 PG_FUNCTION_INFO_V1(flakeid_from_timestamp);
+
+/*
+ * The layout that decoding uses: the generator's, which is the one its
+ * IDs were made with (recorded in the state file) until a new one is
+ * accepted; where there is no generator, the settings'.
+ */
+static const FlakeLayout *
+FlakeDecodeLayout(void)
+{
+	static FlakeLayout layout;
+	static uint32 layout_word = 0;
+	FlakeShared *s = FlakeAttach();
+	const char *bad = NULL;
+	uint32		word;
+
+	if (s == NULL)
+	{
+		if (!FlakeConfiguredLayout(&layout, &bad))
+			FlakeReportInvalidLayout(bad);
+		return &layout;
+	}
+	word = pg_atomic_read_u32(&s->word);
+	if (unlikely(word != layout_word))
+	{
+		if (FlakeWordStatus(word) == FLAKE_GEN_NOT_SET_UP)
+			FlakeEnsureSetUp(s);
+		word = FlakeSnapshot(s, &layout);
+		if (FlakeWordStatus(word) == FLAKE_GEN_LAYOUT_INVALID)
+		{
+			(void) FlakeConfiguredLayout(&layout, &bad);
+			layout_word = 0;
+			FlakeReportInvalidLayout(bad);
+		}
+		layout_word = word;
+	}
+	return &layout;
+}
 
 Datum
 flakeid_timestamp(PG_FUNCTION_ARGS)

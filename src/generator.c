@@ -45,6 +45,7 @@
 #include "layout.h"
 #include "mode.h"
 #include "shmem.h"
+#include "wal.h"
 #include "worker.h"
 
 PG_FUNCTION_INFO_V1(nextflake);
@@ -56,9 +57,6 @@ PG_FUNCTION_INFO_V1(flakeid_status);
 
 /* How often a call waiting for the lease looks at the lease worker. */
 #define FLAKE_LEASE_POLL_MS		100
-
-/* The longest a call waits for a lease worker that is not running. */
-#define FLAKE_WORKER_WAIT_MS	10000
 
 /* Ticks reserved by one call, and what they become IDs with. */
 typedef struct FlakeIssue
@@ -165,6 +163,7 @@ ReportNotReady(FlakeShared *s, FlakeStatus status)
 	{
 		case FLAKE_GEN_READY:
 		case FLAKE_GEN_CHANGING:
+		case FLAKE_GEN_NOT_SET_UP:
 			break;
 		case FLAKE_GEN_NODE_UNSET:
 			ereport(ERROR,
@@ -211,9 +210,13 @@ ReportNotReady(FlakeShared *s, FlakeStatus status)
 }
 
 /*
- * Without preloading, this session's layout settings must still be the
- * ones the generator started with: a reload that changes them takes effect
- * only at a restart.
+ * This session generates with the generator's node id and layout, which
+ * are the server's configuration's.  A session whose own view of them is
+ * not the configuration's (given from elsewhere before the library was
+ * loaded) does not generate: it would show one node id or layout and
+ * generate with another.  Without preloading, the same holds after a
+ * reload that changed the layout settings: they take effect only at a
+ * restart.
  */
 static void
 CheckSettingsUnchanged(FlakeShared *s)
@@ -223,6 +226,8 @@ CheckSettingsUnchanged(FlakeShared *s)
 
 	if (FlakeLayoutFixed())
 		return;
+	if (!FlakeSettingsFromConfig())
+		FlakeReportForeignSetting();
 	if (!FlakeConfiguredLayout(&mine, &bad))
 		FlakeReportInvalidLayout(bad);
 	if (!FlakeSameLayout(&mine, &s->configured))
@@ -238,7 +243,7 @@ CheckSettingsUnchanged(FlakeShared *s)
 /*
  * Learn the generator's word and layout again: the first call of this
  * process, or after a change.  Fails when it does not generate; waits out
- * a change in progress.
+ * a change in progress, and sees the generator set up first.
  */
 static pg_noinline void
 FlakeRefresh(FlakeShared *s)
@@ -246,6 +251,11 @@ FlakeRefresh(FlakeShared *s)
 	FlakeLayout layout;
 	uint32		word = FlakeSnapshot(s, &layout);
 
+	if (FlakeWordStatus(word) == FLAKE_GEN_NOT_SET_UP)
+	{
+		FlakeEnsureSetUp(s);
+		word = FlakeSnapshot(s, &layout);
+	}
 	if (RecoveryInProgress())
 		ReportRecovery();
 	if (FlakeWordStatus(word) != FLAKE_GEN_READY)
@@ -294,19 +304,6 @@ ReportRangeUsedUp(const FlakeLayout *layout)
 			 errhint("Request fewer IDs, or move every server whose IDs meet to a new layout.")));
 }
 
-static void
-ReportClockBehind(int64 behind)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_SYSTEM_ERROR),
-			 errmsg("system clock is %lld ms behind the last flakeid issued",
-					(long long) behind),
-			 errdetail("The clock moved backwards. flakeid.max_lead allows IDs %d ms ahead of the clock, "
-					   "and waiting for the rest would take longer than flakeid.max_clock_wait (%d ms).",
-					   flake_max_lead_ms, flake_max_clock_wait_ms),
-			 errhint("Correct the system clock, or raise flakeid.max_clock_wait to wait for it.")));
-}
-
 /*
  * The precise clock, which must lie within the layout's range; ns_left,
  * when given, as for FlakeReadClock().
@@ -350,6 +347,85 @@ FlakeNow(uint64 next)
 	return now;
 }
 
+/*
+ * How long a call has waited, on the monotonic clock: for the clock
+ * (bounded by flakeid.max_clock_wait) and for the lease (bounded by
+ * flakeid.max_lease_wait).  Zero until the call first waits.
+ */
+typedef struct FlakeWaited
+{
+	instr_time	clock_since;
+	instr_time	lease_since;
+} FlakeWaited;
+
+/* Milliseconds since *since, which is set now if it was zero. */
+static int64
+WaitedMs(instr_time *since)
+{
+	instr_time	elapsed;
+
+	if (INSTR_TIME_IS_ZERO(*since))
+	{
+		INSTR_TIME_SET_CURRENT(*since);
+		return 0;
+	}
+	INSTR_TIME_SET_CURRENT(elapsed);
+	INSTR_TIME_SUBTRACT(elapsed, *since);
+	return (int64) INSTR_TIME_GET_MILLISEC(elapsed);
+}
+
+/*
+ * A call would wait longer for the clock than flakeid.max_clock_wait
+ * allows.  ahead: how far the IDs before this call's run ahead of the
+ * clock; wait: how long this call would still wait.  Demand alone keeps
+ * the IDs at most flakeid.max_lead plus flakeid.max_clock_wait ahead of
+ * the clock (no call reserves further), and a restart at most max_lead
+ * plus a lease: further ahead, the clock itself went back.
+ */
+static void
+ReportWaitTooLong(int64 ahead, int64 wait)
+{
+	if (ahead > (int64) flake_max_lead_ms + flake_max_clock_wait_ms + FLAKE_LEASE_MS)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYSTEM_ERROR),
+				 errmsg("system clock is %lld ms behind the last flakeid issued",
+						(long long) ahead),
+				 errdetail("The clock moved backwards. flakeid.max_lead allows IDs %d ms ahead of the clock, "
+						   "and waiting for the rest would take longer than flakeid.max_clock_wait (%d ms).",
+						   flake_max_lead_ms, flake_max_clock_wait_ms),
+				 errhint("Correct the system clock, or raise flakeid.max_clock_wait to wait for it.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			 errmsg("flakeid values are %lld ms ahead of the system clock",
+					(long long) ahead),
+			 errdetail("IDs are returned only within flakeid.max_lead (%d ms) of the clock, and this call would wait "
+					   "%lld ms more for that, longer than flakeid.max_clock_wait (%d ms) allows. "
+					   "IDs run ahead of the clock when more are asked for than the node makes, "
+					   "%lld per millisecond, or when the clock is set back.",
+					   flake_max_lead_ms, (long long) wait, flake_max_clock_wait_ms,
+					   (long long) FlakeSeqPerMs(&my_layout)),
+			 errhint("Ask for fewer IDs at a time, or raise flakeid.max_clock_wait.")));
+}
+
+/*
+ * Before a call reserves the ticks next .. next + n - 1 (or after it did,
+ * with next its first tick): how long it has to wait for the clock before
+ * they are within flakeid.max_lead of it, which fails when that would take
+ * it past flakeid.max_clock_wait in all.  Returns the wait in ms, or 0.
+ */
+static int64
+FlakeClockWait(uint64 next, int64 n, int64 now, FlakeWaited *waited)
+{
+	int64		wait = FlakeTickMs(&my_layout, next + n - 1) - now - flake_max_lead_ms;
+
+	if (wait <= 0)
+		return 0;
+	if (WaitedMs(&waited->clock_since) + wait > flake_max_clock_wait_ms)
+		ReportWaitTooLong(next > 0 ? FlakeTickMs(&my_layout, next - 1) - now : 0,
+						  wait);
+	return wait;
+}
+
 /* Sleep on the latch for ms milliseconds; cancel and timeouts still work. */
 static void
 FlakeSleep(FlakeShared *s, int64 ms)
@@ -363,40 +439,57 @@ FlakeSleep(FlakeShared *s, int64 ms)
 }
 
 /*
- * Before reserving: the ticks next .. next + n - 1 would be further ahead
- * of the clock than flakeid.max_lead allows.  Sleep a while for the clock.
- * When even the IDs already issued are that far ahead, the clock was set
- * back: wait at most flakeid.max_clock_wait in all, then fail.
+ * The lease end below which IDs may be returned now: the durable one, or,
+ * while the server has synchronous standbys, the one they confirmed.
  */
-static pg_noinline void
-FlakeWaitForLead(FlakeShared *s, uint64 next, int64 n, instr_time *since)
+static inline int64
+FlakeUsableLease(FlakeShared *s, int64 end_ms, int64 lease_end)
 {
-	int64		now = PreciseNow();
-	int64		end_ms = FlakeTickMs(&my_layout, next + n - 1);
-	int64		behind = FlakeTickMs(&my_layout, next - 1) - now;
-	int64		wait = end_ms - now - flake_max_lead_ms;
-
-	if (end_ms > FLAKE_MAX_MS)
-		ReportRangeUsedUp(&my_layout);
-	if (wait <= 0)
-		return;
-	if (behind > flake_max_lead_ms)
-	{
-		instr_time	elapsed;
-
-		if (INSTR_TIME_IS_ZERO(*since))
-			INSTR_TIME_SET_CURRENT(*since);
-		INSTR_TIME_SET_CURRENT(elapsed);
-		INSTR_TIME_SUBTRACT(elapsed, *since);
-		if (INSTR_TIME_GET_MILLISEC(elapsed) + wait > flake_max_clock_wait_ms)
-			ReportClockBehind(behind);
-	}
-	FlakeSleep(s, wait);
+	if (end_ms < lease_end &&
+		end_ms >= (int64) pg_atomic_read_u64(&s->sync_end) &&
+		FlakeStandbyConfirms())
+		return (int64) pg_atomic_read_u64(&s->sync_end);
+	return lease_end;
 }
 
-/* Wait until the durable lease covers end_ms, or fail. */
 static void
-FlakeAwaitLease(FlakeShared *s, int64 end_ms)
+ReportLeaseFailing(FlakeShared *s)
+{
+	errno = s->lease_errno;
+	ereport(ERROR,
+			(errcode_for_file_access(),
+			 errmsg("could not renew the flakeid time lease in file \"%s\": %m",
+					FLAKE_STATE_FILE),
+			 errdetail("IDs are issued only within a lease recorded on disk, so that none is issued twice after a restart."),
+			 errhint("Make the file writable and make sure the disk has space.")));
+}
+
+/* The wait for the lease took longer than flakeid.max_lease_wait. */
+static void
+ReportLeaseWait(bool standbys)
+{
+	if (standbys)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("timed out waiting for the synchronous standbys to confirm the flakeid time lease"),
+				 errdetail("While synchronous_standby_names names standbys, IDs are returned only under a lease they confirmed, "
+						   "and none did within flakeid.max_lease_wait (%d ms).", flake_max_lease_wait_ms),
+				 errhint("Check that the synchronous standbys are connected and streaming (pg_stat_replication), "
+						 "or change synchronous_standby_names.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("timed out waiting for the flakeid time lease"),
+			 errdetail("The lease worker did not make a longer lease durable within flakeid.max_lease_wait (%d ms).",
+					   flake_max_lease_wait_ms),
+			 errhint("Check the server log, the disk of the data directory, and the flakeid lease worker in pg_stat_activity.")));
+}
+
+/*
+ * Wait until the usable lease covers end_ms, or fail: the lease worker
+ * makes a longer one durable, and confirmed where it has to be.
+ */
+static void
+FlakeAwaitLease(FlakeShared *s, int64 end_ms, FlakeWaited *waited)
 {
 	uint64		wanted = pg_atomic_read_u64(&s->lease_wanted);
 	instr_time	no_worker_since;
@@ -409,37 +502,31 @@ FlakeAwaitLease(FlakeShared *s, int64 end_ms)
 
 	INSTR_TIME_SET_ZERO(no_worker_since);
 	ConditionVariablePrepareToSleep(&s->lease_cv);
-	while (pg_atomic_read_u64(&s->lease_end) <= (uint64) end_ms)
+	for (;;)
 	{
-		if (s->lease_failing)
+		int64		lease_end = (int64) pg_atomic_read_u64(&s->lease_end);
+
+		if (end_ms < FlakeUsableLease(s, end_ms, lease_end))
+			break;
+		if (s->lease_failing && end_ms >= lease_end)
 		{
 			ConditionVariableCancelSleep();
-			errno = s->lease_errno;
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not renew the flakeid time lease in file \"%s\": %m",
-							FLAKE_STATE_FILE),
-					 errdetail("IDs are issued only within a lease recorded on disk, so that none is issued twice after a restart."),
-					 errhint("Make the file writable and make sure the disk has space.")));
+			ReportLeaseFailing(s);
+		}
+		if (WaitedMs(&waited->lease_since) > flake_max_lease_wait_ms)
+		{
+			ConditionVariableCancelSleep();
+			ReportLeaseWait(end_ms < lease_end);
 		}
 		if (s->worker_latch != NULL)
 			INSTR_TIME_SET_ZERO(no_worker_since);
-		else
+		else if (WaitedMs(&no_worker_since) > FLAKE_WORKER_WAIT_MS)
 		{
-			instr_time	elapsed;
-
-			if (INSTR_TIME_IS_ZERO(no_worker_since))
-				INSTR_TIME_SET_CURRENT(no_worker_since);
-			INSTR_TIME_SET_CURRENT(elapsed);
-			INSTR_TIME_SUBTRACT(elapsed, no_worker_since);
-			if (INSTR_TIME_GET_MILLISEC(elapsed) > FLAKE_WORKER_WAIT_MS)
-			{
-				ConditionVariableCancelSleep();
-				ereport(ERROR,
-						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						 errmsg("timed out waiting for the flakeid lease worker"),
-						 errhint("Check the server log, and that max_worker_processes leaves room for the flakeid lease worker.")));
-			}
+			ConditionVariableCancelSleep();
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("timed out waiting for the flakeid lease worker"),
+					 errhint("Check the server log, and that max_worker_processes leaves room for the flakeid lease worker.")));
 		}
 		FlakeWakeWorker(s);
 		(void) ConditionVariableTimedSleep(&s->lease_cv, FLAKE_LEASE_POLL_MS,
@@ -449,43 +536,32 @@ FlakeAwaitLease(FlakeShared *s, int64 end_ms)
 }
 
 /*
- * After reserving: ticks up to end_ms are this call's, but they may be
- * further ahead of the clock than flakeid.max_lead (other calls reserved
- * at the same time) or past the durable lease.  Wait for both.
+ * After reserving: the ticks first .. up to end_ms are this call's, but
+ * they may be further ahead of the clock than flakeid.max_lead (calls
+ * before it reserved up to there), or past the usable lease.  Wait for
+ * both, each within its bound.  Calls reserve in the order they come and
+ * wait only for the clock, so no later call can keep an earlier one from
+ * its IDs.
  */
 static pg_noinline void
-FlakeAwaitIssue(FlakeShared *s, int64 end_ms)
+FlakeAwaitIssue(FlakeShared *s, uint64 first, int64 n, FlakeWaited *waited)
 {
-	instr_time	since;
-	int64		prev = PG_INT64_MIN;
+	int64		end_ms = FlakeTickMs(&my_layout, first + n - 1);
 
-	INSTR_TIME_SET_ZERO(since);
 	for (;;)
 	{
-		int64		now = PreciseNow();
-		int64		wait = end_ms - now - flake_max_lead_ms;
+		int64		wait = FlakeClockWait(first, n, PreciseNow(), waited);
+		int64		lease_end;
 
 		if (wait > 0)
 		{
-			/* a clock that steps back meanwhile is waited for only so long */
-			if (now < prev || !INSTR_TIME_IS_ZERO(since))
-			{
-				instr_time	elapsed;
-
-				if (INSTR_TIME_IS_ZERO(since))
-					INSTR_TIME_SET_CURRENT(since);
-				INSTR_TIME_SET_CURRENT(elapsed);
-				INSTR_TIME_SUBTRACT(elapsed, since);
-				if (INSTR_TIME_GET_MILLISEC(elapsed) + wait > flake_max_clock_wait_ms)
-					ReportClockBehind(end_ms - now);
-			}
-			prev = now;
 			FlakeSleep(s, wait);
 			continue;
 		}
-		if ((int64) pg_atomic_read_u64(&s->lease_end) <= end_ms)
+		lease_end = (int64) pg_atomic_read_u64(&s->lease_end);
+		if (end_ms >= FlakeUsableLease(s, end_ms, lease_end))
 		{
-			FlakeAwaitLease(s, end_ms);
+			FlakeAwaitLease(s, end_ms, waited);
 			continue;
 		}
 		break;
@@ -495,26 +571,32 @@ FlakeAwaitIssue(FlakeShared *s, int64 end_ms)
 /*
  * Reserve n consecutive ticks.  While the IDs keep up with the clock, the
  * hot path is a clock read and one fetch-and-add on next_tick: the tick it
- * takes is kept when it lies between the clock and the lead bound, and
- * skipped (a gap, never a duplicate) otherwise, and the call goes the
- * careful way.  That way reads next_tick first, then starts the clock's
- * millisecond with a compare-and-swap, waits for the clock, or takes the
- * ticks with fetch-and-add; it serves batches, and calls while the IDs are
- * ahead of the clock.  Taking the tick first moves next_tick's cache line
- * to the caller once per call instead of twice (a read, then the write),
- * which is what decides the rate when many backends call at once.
+ * takes is kept unless it lies behind the clock, in which case it is
+ * skipped (a gap, never a duplicate) and the call goes the careful way.
+ * That way reads next_tick first, then starts the clock's millisecond with
+ * a compare-and-swap, or takes the ticks with fetch-and-add once it knows
+ * that it will not wait longer for them than flakeid.max_clock_wait; it
+ * serves batches, and calls while the IDs are ahead of the clock.  Taking
+ * the tick first moves next_tick's cache line to the caller once per call
+ * instead of twice (a read, then the write), which is what decides the
+ * rate when many backends call at once.
+ *
+ * The ticks are taken at once, in the order the calls come; a call whose
+ * ticks lie further ahead of the clock than flakeid.max_lead then waits
+ * for the clock before it returns them (see FlakeAwaitIssue).
  */
 static inline void
 FlakeReserve(FlakeShared *s, int64 n, FlakeIssue *issue)
 {
-	instr_time	since;
+	FlakeWaited waited;
 	uint64		first;
 	int64		now;
 	int64		end_ms;
 	int64		lease_end;
 	bool		quick = (n == 1 && !ids_ahead);
 
-	INSTR_TIME_SET_ZERO(since);
+	INSTR_TIME_SET_ZERO(waited.clock_since);
+	INSTR_TIME_SET_ZERO(waited.lease_since);
 	for (;;)
 	{
 		uint32		word = pg_atomic_read_u32(&s->word);
@@ -529,23 +611,11 @@ FlakeReserve(FlakeShared *s, int64 n, FlakeIssue *issue)
 		}
 		if (likely(quick))
 		{
-			int64		first_ms;
-
 			now = PreciseNow();
 			first = pg_atomic_fetch_add_u64(&s->next_tick, 1);
-			first_ms = FlakeTickMs(&my_layout, first);
-			ids_ahead = first_ms >= now + coarse_slack_ms;
-
-			/*
-			 * Kept: not behind the clock, and within the lead bound, or the
-			 * first tick past it (the wait for it below is short).
-			 * Skipped: behind the clock, which has to be caught up with, or
-			 * further ahead than the bound, where the careful way tells a
-			 * clock set back from a busy millisecond.
-			 */
-			if (unlikely(first_ms < now ||
-						 (first_ms - now > flake_max_lead_ms &&
-						  FlakeTickMs(&my_layout, first - 1) - now > flake_max_lead_ms)))
+			ids_ahead = FlakeTickMs(&my_layout, first) >= now + coarse_slack_ms;
+			/* behind the clock: skipped, and the clock's millisecond started */
+			if (unlikely(FlakeTickMs(&my_layout, first) < now))
 			{
 				quick = false;
 				continue;
@@ -564,13 +634,12 @@ FlakeReserve(FlakeShared *s, int64 n, FlakeIssue *issue)
 					continue;
 				first = now_tick;
 			}
-			else if (likely(FlakeTickMs(&my_layout, next + n - 1) - now <=
-							flake_max_lead_ms))
-				first = pg_atomic_fetch_add_u64(&s->next_tick, (uint64) n);
 			else
 			{
-				FlakeWaitForLead(s, next, n, &since);
-				continue;
+				if (FlakeTickMs(&my_layout, next + n - 1) > FLAKE_MAX_MS)
+					ReportRangeUsedUp(&my_layout);
+				(void) FlakeClockWait(next, n, now, &waited);
+				first = pg_atomic_fetch_add_u64(&s->next_tick, (uint64) n);
 			}
 		}
 		/* a full barrier came before: the word is read afresh */
@@ -587,9 +656,10 @@ FlakeReserve(FlakeShared *s, int64 n, FlakeIssue *issue)
 	if (unlikely(end_ms > FLAKE_MAX_MS))
 		ReportRangeUsedUp(&my_layout);
 	lease_end = (int64) pg_atomic_read_u64(&s->lease_end);
-	if (unlikely(end_ms - now > flake_max_lead_ms || end_ms >= lease_end))
+	if (unlikely(end_ms - now > flake_max_lead_ms ||
+				 end_ms >= FlakeUsableLease(s, end_ms, lease_end)))
 	{
-		FlakeAwaitIssue(s, end_ms);
+		FlakeAwaitIssue(s, first, n, &waited);
 		lease_end = (int64) pg_atomic_read_u64(&s->lease_end);
 	}
 	/* keep the lease ahead, so that no call has to wait for it */
@@ -747,11 +817,11 @@ nextflakes(PG_FUNCTION_ARGS)
 									   sizeof(FlakeIssue));
 		if (n > 0)
 		{
-			FlakeLayout layout;
-
 			s = FlakeGenerator();
-			(void) FlakeSnapshot(s, &layout);
-			CheckReservationSize(n, &layout);
+			if (pg_atomic_read_u32(&s->word) != my_word ||
+				my_settings_gen != flake_layout_settings_gen)
+				FlakeRefresh(s);
+			CheckReservationSize(n, &my_layout);
 			/* this process's IDs keep rising: none from the block after */
 			FlakeDropBlock();
 			FlakeReserve(s, n, issue);
@@ -787,6 +857,8 @@ StatusName(FlakeShared *s, FlakeStatus status)
 			return s->lease_failing ? "lease failing" : "ready";
 		case FLAKE_GEN_CHANGING:
 			return "changing";
+		case FLAKE_GEN_NOT_SET_UP:
+			return "not set up";
 		case FLAKE_GEN_NODE_UNSET:
 			return "node id not set";
 		case FLAKE_GEN_LAYOUT_CHANGED:
@@ -834,6 +906,7 @@ flakeid_status(PG_FUNCTION_ARGS)
 				issued = 0;
 	bool		none;
 
+	FlakeCheckMonitor("flakeid_status");
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	values = palloc0(tupdesc->natts * sizeof(Datum));

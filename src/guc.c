@@ -9,6 +9,15 @@
  * from the configuration file like any reloadable parameter; no session can
  * SET them either way.
  *
+ * Without preloading, the library is loaded in a session after the
+ * session's connection options and its role's and database's settings
+ * were given to the parameters' placeholders.  PostgreSQL then refuses
+ * such a value for a parameter only the configuration may set, and the
+ * parameter takes its default, not the configuration's value: such a
+ * session's view of the server's settings is wrong.  It is noted here
+ * (FlakeSettingsFromConfig()), so that the session neither sets the
+ * generator up nor generates with that view.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -37,11 +46,26 @@ static const char *rejected_layout_setting = NULL;
 int			flake_node_id = FLAKE_NODE_UNSET;
 int			flake_max_lead_ms = FLAKE_DEFAULT_MAX_LEAD_MS;
 int			flake_max_clock_wait_ms = FLAKE_DEFAULT_MAX_CLOCK_WAIT_MS;
+int			flake_max_lease_wait_ms = FLAKE_DEFAULT_MAX_LEASE_WAIT_MS;
 int			flake_max_batch = FLAKE_DEFAULT_MAX_BATCH;
 int			flake_cache = 1;
 
 static int	node_bits_guc = FLAKE_DEFAULT_NODE_BITS;
 static char *epoch_guc = NULL;
+
+/*
+ * The first parameter that only the configuration may set and that this
+ * session was given a value for from elsewhere, and where from; NULL when
+ * the session's settings are the configuration's.
+ */
+static const char *foreign_setting = NULL;
+static GucSource foreign_source = PGC_S_DEFAULT;
+
+/* The parameters that only the server's configuration may set. */
+static const char *const config_only_settings[] = {
+	"flakeid.epoch", "flakeid.node_bits", "flakeid.node_id",
+	"flakeid.max_lead", "flakeid.max_clock_wait", "flakeid.max_lease_wait"
+};
 
 #define EPOCH_FORMAT_DETAIL \
 	"flakeid.epoch must be an ISO-8601 UTC timestamp from 1970 on, such as \"" \
@@ -166,15 +190,69 @@ Rejected(const char *name, const char *raw, const char *detail)
 }
 
 /*
+ * Note the first configuration-only parameter whose placeholder got its
+ * value from outside the configuration: the connection's options, or the
+ * role's or database's settings.
+ */
+static void
+NoteForeignSettings(void)
+{
+	for (int i = 0; i < (int) lengthof(config_only_settings); i++)
+	{
+		GucSource	source = FlakeGucResetSource(config_only_settings[i]);
+
+		if (source > PGC_S_ARGV && foreign_setting == NULL)
+		{
+			foreign_setting = config_only_settings[i];
+			foreign_source = source;
+		}
+	}
+}
+
+/*
+ * Whether this process's settings are the server's configuration: false in
+ * a session that was given a configuration-only setting from elsewhere
+ * before the library was loaded.
+ */
+bool
+FlakeSettingsFromConfig(void)
+{
+	return foreign_setting == NULL;
+}
+
+/* Such a session does not generate IDs: say why. */
+void
+FlakeReportForeignSetting(void)
+{
+	const char *where = foreign_source == PGC_S_CLIENT ?
+	"the connection's options" : "the role's or the database's settings";
+
+	ereport(ERROR,
+			(errcode(ERRCODE_CANT_CHANGE_RUNTIME_PARAM),
+			 errmsg("parameter \"%s\" of this session was set outside the server's configuration",
+					foreign_setting),
+			 errdetail("This session's value came from %s. Only the server's configuration sets it, "
+					   "so this session does not know the server's value and does not generate IDs.",
+					   where),
+			 errhint("Remove \"%s\" from %s, and connect again.",
+					 foreign_setting, where)));
+}
+
+/*
  * Define every flakeid parameter.  The layout comes first: the node id is
  * checked against the node bits.
  */
 void
 FlakeDefineGucs(void)
 {
-	char	   *raw_epoch = ConfiguredValue("flakeid.epoch");
-	char	   *raw_node_bits = ConfiguredValue("flakeid.node_bits");
-	char	   *raw_node_id = ConfiguredValue("flakeid.node_id");
+	char	   *raw_epoch;
+	char	   *raw_node_bits;
+	char	   *raw_node_id;
+
+	NoteForeignSettings();
+	raw_epoch = ConfiguredValue("flakeid.epoch");
+	raw_node_bits = ConfiguredValue("flakeid.node_bits");
+	raw_node_id = ConfiguredValue("flakeid.node_id");
 
 	DefineCustomStringVariable("flakeid.epoch",
 							   "The moment flakeid timestamps count from.",
@@ -238,6 +316,18 @@ FlakeDefineGucs(void)
 							"backwards, fails with an error instead.",
 							&flake_max_clock_wait_ms,
 							FLAKE_DEFAULT_MAX_CLOCK_WAIT_MS, 0, 3600 * 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("flakeid.max_lease_wait",
+							"The longest a call waits for the time lease.",
+							"A call that needs a longer lease waits for the "
+							"state file and the WAL to be written and for the "
+							"synchronous standbys to confirm; a longer wait "
+							"fails with an error instead.",
+							&flake_max_lease_wait_ms,
+							FLAKE_DEFAULT_MAX_LEASE_WAIT_MS, 1, 3600 * 1000,
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);

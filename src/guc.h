@@ -13,6 +13,7 @@
 extern int	flake_node_id;
 extern int	flake_max_lead_ms;
 extern int	flake_max_clock_wait_ms;
+extern int	flake_max_lease_wait_ms;
 extern int	flake_max_batch;
 extern int	flake_cache;
 extern uint64 flake_layout_settings_gen;
@@ -20,5 +21,7 @@ extern uint64 flake_layout_settings_gen;
 extern void FlakeDefineGucs(void);
 extern bool FlakeConfiguredLayout(FlakeLayout *layout, const char **bad_setting);
 extern void FlakeReportInvalidLayout(const char *bad_setting);
+extern bool FlakeSettingsFromConfig(void);
+extern void FlakeReportForeignSetting(void);
 
 #endif							/* FLAKEID_GUC_H */

@@ -5,11 +5,11 @@
  *	  lease is made, both durable before anything is issued under it.
  *
  * No ID is issued with a millisecond at or past the lease end that is
- * durable: in WAL, flushed and, with synchronous replication, confirmed by
- * the synchronous standbys (when the library is preloaded), and in the
- * state file.  The lease worker renews the lease well ahead of use, so
- * that the wait for the disk and the standbys sits on the renewal, not on
- * the calls.
+ * durable: in WAL and flushed (when the library is preloaded), and in the
+ * state file; and while the server has synchronous standbys, not at or
+ * past the lease end they confirmed (see wal.c).  The lease worker renews
+ * the lease well ahead of use, so that the wait for the disk and the
+ * standbys sits on the renewal, not on the calls.
  *
  *-------------------------------------------------------------------------
  */
@@ -38,26 +38,33 @@ PG_FUNCTION_INFO_V1(flakeid_state_file);
 
 /*
  * Make a lease durable: in WAL when this server can log it, then in the
- * state file and the generator.  False when the wait for WAL was
- * interrupted (the lease may not be used) or the file could not be
- * written (errno says why).
+ * state file and the generator, with whether the synchronous standbys
+ * confirmed it.  False when the wait for WAL was interrupted (the lease
+ * may not be used) or the file could not be written (errno says why).
  */
 static bool
 FlakeMakeDurable(FlakeShared *s, const FlakeLease *lease, bool is_floor)
 {
-	if (FlakeCanLogLease() && !FlakeWalLogLease(lease))
+	bool		confirmed = false;
+
+	if (FlakeCanLogLease() && !FlakeWalLogLease(lease, &confirmed))
 	{
 		errno = 0;
 		return false;
 	}
-	return FlakeStoreLease(s, lease, is_floor);
+	return FlakeStoreLease(s, lease, is_floor, confirmed);
 }
 
 /*
  * Extend the lease when the IDs or the clock come within half a lease of
- * its end, or a caller asks.  An idle server lets the lease lapse.  The
- * lease worker calls this; renewed_tick is its memory of next_tick at the
- * last renewal.
+ * its end, or a caller asks.  While the server has synchronous standbys
+ * the lease that counts is the one they confirmed: a lease made before
+ * they were named is logged again, at least as far, to be confirmed.  An
+ * idle server lets the lease lapse.  The lease reaches no further than
+ * the IDs may be returned (flakeid.max_lead ahead of the clock), even when
+ * calls reserved further ahead and wait for the clock, so that a restart
+ * continues close to the clock.  The lease worker calls this;
+ * renewed_tick is its memory of next_tick at the last renewal.
  */
 void
 FlakeLeaseRenew(FlakeShared *s, uint64 *renewed_tick)
@@ -66,24 +73,30 @@ FlakeLeaseRenew(FlakeShared *s, uint64 *renewed_tick)
 	uint64		next = pg_atomic_read_u64(&s->next_tick);
 	int64		lease_end = (int64) pg_atomic_read_u64(&s->lease_end);
 	int64		wanted = (int64) pg_atomic_read_u64(&s->lease_wanted);
+	int64		usable = FlakeStandbyConfirms() ?
+		(int64) pg_atomic_read_u64(&s->sync_end) : lease_end;
 	FlakeLayout layout;
 	uint32		word = FlakeSnapshot(s, &layout);
+	int64		now;
 	int64		horizon;
 	int64		new_end;
 	FlakeLease	lease;
 
-	if (FlakeWordStatus(word) != FLAKE_GEN_READY)
+	if (FlakeWordStatus(word) != FLAKE_GEN_READY || RecoveryInProgress())
 		return;
-	horizon = Max(FlakeClockMs(&layout), wanted);
+	now = FlakeClockMs(&layout);
+	horizon = Max(now, wanted);
 	if (next > 0)
-		horizon = Max(horizon, FlakeTickMs(&layout, next - 1) + 1);
+		horizon = Max(horizon, Min(FlakeTickMs(&layout, next - 1),
+								   now + flake_max_lead_ms) + 1);
 	new_end = Min(horizon + FLAKE_LEASE_MS, FLAKE_MAX_MS + 1);
-	if (lease_end - horizon >= FLAKE_LEASE_MS / 2 || new_end <= lease_end)
+	if (usable - horizon >= FLAKE_LEASE_MS / 2 || new_end <= usable)
 		return;
-	if (!asked && wanted <= lease_end && next == *renewed_tick)
+	if (!asked && wanted <= usable && next == *renewed_tick)
 		return;
 
-	FlakeLeaseFill(&lease, &layout, FlakeWordNode(word), new_end);
+	/* never below the lease on disk: IDs may have been issued under it */
+	FlakeLeaseFill(&lease, &layout, FlakeWordNode(word), Max(new_end, lease_end));
 	if (!FlakeMakeDurable(s, &lease, false))
 		return;
 	*renewed_tick = next;
@@ -250,6 +263,7 @@ flakeid_state_file(PG_FUNCTION_ARGS)
 	FlakeFileCopy copies[FLAKE_FILE_SLOTS];
 	int			ncopies;
 
+	FlakeCheckMonitor("flakeid_state_file");
 	InitMaterializedSRF(fcinfo, 0);
 	ncopies = FlakeStateFileCopies(copies);
 	if (ncopies < 0)

@@ -11,6 +11,15 @@
  * shared memory registry, set up by the first session that needs it, and
  * older versions have nowhere to keep it (see mode.c).
  *
+ * The generator takes its node id and layout from the server's
+ * configuration only.  Preloaded, the postmaster sets it up.  Without
+ * preloading, the segment is set up by the first process that attaches to
+ * it and whose settings are the configuration's (see
+ * FlakeSettingsFromConfig()): never by a session whose settings came from
+ * its connection options or its role's or database's settings.  Until
+ * then its status is FLAKE_GEN_NOT_SET_UP, and such a session asks the
+ * lease worker, whose settings are the postmaster's, to set it up.
+ *
  * Whatever changes the generator's status, node id, layout or floor holds
  * the lock and ends with FlakePublish(), which gives the word a new
  * generation.  A call that reserved IDs while the word changed drops them.
@@ -22,6 +31,8 @@
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "access/twophase.h"
+#include "catalog/pg_authid.h"
+#include "utils/acl.h"
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
 
@@ -58,6 +69,8 @@ FlakeComputeStatus(const FlakeShared *s)
 {
 	if (s->changing)
 		return FLAKE_GEN_CHANGING;
+	if (!s->set_up)
+		return FLAKE_GEN_NOT_SET_UP;
 	if (!s->configured_valid)
 		return FLAKE_GEN_LAYOUT_INVALID;
 	if (s->file_status == FLAKE_FILE_UNREADABLE)
@@ -137,6 +150,7 @@ FlakeSetLayout(FlakeShared *s, const FlakeLayout *layout)
 	s->layout = *layout;
 	pg_atomic_write_u64(&s->next_tick, 0);
 	pg_atomic_write_u64(&s->lease_end, 0);
+	pg_atomic_write_u64(&s->sync_end, 0);
 	s->changing = false;
 }
 
@@ -186,7 +200,23 @@ FlakeLoadStateFile(FlakeShared *s)
 	}
 }
 
-/* Set up the generator: from the settings of this process and the file. */
+/*
+ * Take the node id and the layout from this process's settings, which are
+ * the configuration's, and the floor from the state file.
+ */
+static void
+FlakeLoadSettings(FlakeShared *s)
+{
+	s->configured_valid = FlakeConfiguredLayout(&s->configured, NULL);
+	s->node_id = flake_node_id;
+	FlakeLoadStateFile(s);
+	s->set_up = true;
+}
+
+/*
+ * Make the generator, not yet set up; set it up too if this process's
+ * settings are the configuration's.
+ */
 static void
 FlakeInitShared(void *ptr)
 {
@@ -197,6 +227,7 @@ FlakeInitShared(void *ptr)
 	pg_atomic_init_u32(&s->word, 0);
 	pg_atomic_init_u32(&s->renew_asked, 0);
 	pg_atomic_init_u64(&s->lease_end, 0);
+	pg_atomic_init_u64(&s->sync_end, 0);
 	pg_atomic_init_u64(&s->lease_wanted, 0);
 	pg_atomic_init_u64(&s->waits, 0);
 	pg_atomic_init_u64(&s->clock_steps_back, 0);
@@ -209,10 +240,26 @@ FlakeInitShared(void *ptr)
 	for (int i = 0; i < s->nslots; i++)
 		pg_atomic_init_u64(&s->slots[i].issued, 0);
 
-	s->configured_valid = FlakeConfiguredLayout(&s->configured, NULL);
-	s->node_id = flake_node_id;
-	FlakeLoadStateFile(s);
+	if (FlakeSettingsFromConfig())
+		FlakeLoadSettings(s);
 	FlakePublish(s);
+}
+
+/*
+ * Set the generator up from this process's settings unless it is set up
+ * already.  Only a process whose settings are the configuration's may call
+ * it: the lease worker, or a session for which FlakeSettingsFromConfig().
+ */
+void
+FlakeSetUp(FlakeShared *s)
+{
+	LWLockAcquire(&s->lock, LW_EXCLUSIVE);
+	if (!s->set_up)
+	{
+		FlakeLoadSettings(s);
+		FlakePublish(s);
+	}
+	LWLockRelease(&s->lock);
 }
 
 static void
@@ -271,6 +318,23 @@ FlakeAttach(void)
 	}
 #endif
 	return flake_shared;
+}
+
+/*
+ * Server-wide figures (the generator's status, the state file) are for
+ * monitoring roles, whichever version of the extension's SQL is installed
+ * and whatever EXECUTE it grants.
+ */
+void
+FlakeCheckMonitor(const char *function)
+{
+	if (!has_privs_of_role(GetUserId(), ROLE_PG_MONITOR))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for function %s", function),
+				 errdetail("Only roles with the privileges of the \"%s\" role may read the server-wide state of flakeid.",
+						   "pg_monitor"),
+				 errhint("Grant pg_monitor to the role that monitors flakeid.")));
 }
 
 /* This process's counter of issued IDs. */
@@ -345,13 +409,28 @@ FlakeAdoptNode(FlakeShared *s, int32 node_id)
 }
 
 /*
+ * The synchronous standbys changed (synchronous_standby_names was
+ * reloaded): what the old ones confirmed does not count for the new ones,
+ * so calls wait for a lease the new ones confirm.
+ */
+void
+FlakeForgetConfirmation(FlakeShared *s)
+{
+	LWLockAcquire(&s->lock, LW_EXCLUSIVE);
+	pg_atomic_write_u64(&s->sync_end, 0);
+	LWLockRelease(&s->lock);
+}
+
+/*
  * Store a lease in the state file and in the generator.  A renewal raises
  * the lease end; a floor (a replayed or accepted lease) may also bring a
- * layout and raises the next ID.  Returns false with errno set when the
- * file could not be written; the generator is then unchanged.
+ * layout and raises the next ID; a renewal that the synchronous standbys
+ * confirmed also raises the confirmed end.  Returns false with errno set
+ * when the file could not be written; the generator is then unchanged.
  */
 bool
-FlakeStoreLease(FlakeShared *s, const FlakeLease *lease, bool is_floor)
+FlakeStoreLease(FlakeShared *s, const FlakeLease *lease, bool is_floor,
+				bool confirmed)
 {
 	FlakeLayout layout;
 
@@ -387,8 +466,14 @@ FlakeStoreLease(FlakeShared *s, const FlakeLease *lease, bool is_floor)
 			FlakeSetLayout(s, &layout);
 		FlakeSetFloor(s, lease->lease_end);
 	}
-	else if ((int64) pg_atomic_read_u64(&s->lease_end) < lease->lease_end)
-		pg_atomic_write_u64(&s->lease_end, (uint64) lease->lease_end);
+	else
+	{
+		if ((int64) pg_atomic_read_u64(&s->lease_end) < lease->lease_end)
+			pg_atomic_write_u64(&s->lease_end, (uint64) lease->lease_end);
+		if (confirmed &&
+			(int64) pg_atomic_read_u64(&s->sync_end) < lease->lease_end)
+			pg_atomic_write_u64(&s->sync_end, (uint64) lease->lease_end);
+	}
 	FlakePublish(s);
 	LWLockRelease(&s->lock);
 	return true;
@@ -412,44 +497,9 @@ FlakeAdoptLease(FlakeShared *s, const FlakeLease *lease)
 	LWLockRelease(&s->lock);
 	if (!newer)
 		return false;
-	if (!FlakeStoreLease(s, lease, true))
+	if (!FlakeStoreLease(s, lease, true, false))
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not write flakeid state file \"%s\": %m", FLAKE_STATE_FILE)));
 	return true;
-}
-
-/*
- * The layout that decoding uses: the generator's, which is the one its
- * IDs were made with (recorded in the state file) until a new one is
- * accepted; where there is no generator, the settings'.
- */
-const FlakeLayout *
-FlakeDecodeLayout(void)
-{
-	static FlakeLayout layout;
-	static uint32 layout_word = 0;
-	FlakeShared *s = FlakeAttach();
-	const char *bad = NULL;
-	uint32		word;
-
-	if (s == NULL)
-	{
-		if (!FlakeConfiguredLayout(&layout, &bad))
-			FlakeReportInvalidLayout(bad);
-		return &layout;
-	}
-	word = pg_atomic_read_u32(&s->word);
-	if (unlikely(word != layout_word))
-	{
-		word = FlakeSnapshot(s, &layout);
-		if (FlakeWordStatus(word) == FLAKE_GEN_LAYOUT_INVALID)
-		{
-			(void) FlakeConfiguredLayout(&layout, &bad);
-			layout_word = 0;
-			FlakeReportInvalidLayout(bad);
-		}
-		layout_word = word;
-	}
-	return &layout;
 }

@@ -25,6 +25,7 @@
 typedef enum FlakeStatus
 {
 	FLAKE_GEN_READY = 0,			/* generating */
+	FLAKE_GEN_NOT_SET_UP,			/* waiting to be set up from the configuration */
 	FLAKE_GEN_CHANGING,				/* a node id or layout is being adopted */
 	FLAKE_GEN_NODE_UNSET,			/* flakeid.node_id is not set */
 	FLAKE_GEN_LAYOUT_CHANGED,		/* the settings differ from the recorded layout */
@@ -85,9 +86,11 @@ typedef struct FlakeShared
 	pg_atomic_uint32 word;		/* see FlakeWord() */
 	pg_atomic_uint32 renew_asked;	/* a caller woke the lease worker */
 	pg_atomic_uint64 lease_end; /* durable: every ID issued has ms < it */
+	pg_atomic_uint64 sync_end;	/* the part of it the synchronous standbys
+								 * confirmed */
 	FlakeLayout layout;			/* IDs are made and decoded with it */
 	char		pad2[PG_CACHE_LINE_SIZE - 2 * sizeof(pg_atomic_uint32) -
-					 sizeof(pg_atomic_uint64) - sizeof(FlakeLayout)];
+					 2 * sizeof(pg_atomic_uint64) - sizeof(FlakeLayout)];
 
 	/* The slow paths. */
 	pg_atomic_uint64 lease_wanted;	/* a lease end some caller needs */
@@ -98,6 +101,7 @@ typedef struct FlakeShared
 
 	/* Protected by lock, which also serialises writes of the state file. */
 	LWLock		lock;
+	bool		set_up;			/* the settings and the file are read */
 	Latch	   *worker_latch;	/* the lease worker's, or NULL */
 	FlakeLayout configured;		/* the layout the settings gave at start */
 	bool		configured_valid;	/* false: a layout setting was rejected */
@@ -119,14 +123,16 @@ typedef struct FlakeShared
 
 extern void FlakeShmemInit(void);
 extern FlakeShared *FlakeAttach(void);
+extern void FlakeSetUp(FlakeShared *s);
 extern FlakeSlot *FlakeMySlot(void);
+extern void FlakeCheckMonitor(const char *function);
 extern uint32 FlakeSnapshot(FlakeShared *s, FlakeLayout *layout);
 extern void FlakePublish(FlakeShared *s);
 extern void FlakeSetFloor(FlakeShared *s, int64 floor_ms);
 extern void FlakeAdoptNode(FlakeShared *s, int32 node_id);
+extern void FlakeForgetConfirmation(FlakeShared *s);
 extern bool FlakeStoreLease(FlakeShared *s, const FlakeLease *lease,
-							bool is_floor);
+							bool is_floor, bool confirmed);
 extern bool FlakeAdoptLease(FlakeShared *s, const FlakeLease *lease);
-extern const FlakeLayout *FlakeDecodeLayout(void);
 
 #endif							/* FLAKEID_SHMEM_H */

@@ -6,11 +6,14 @@
  *
  * When preloaded, every lease (each renewal and each accepted layout) is
  * WAL-logged through a custom resource manager, and the record is flushed
- * and, when synchronous replication is configured for the server,
- * confirmed by the synchronous standbys before any ID under the lease is
- * issued.  Redo adopts the lease unless it is older than the recorded one:
- * a standby's floor, in its own state file, stays above every ID its
- * primary issued under a lease it has received.
+ * before any ID under the lease is issued.  While synchronous_standby_names
+ * names standbys, the record must also be confirmed by the synchronous
+ * standbys, whatever synchronous_commit says: the generator's lease has
+ * two ends, the flushed one and the confirmed one, and a call uses the
+ * confirmed one from the moment the server has synchronous standbys (see
+ * FlakeStandbyConfirms()).  Redo adopts the lease unless it is older than
+ * the recorded one: a standby's floor, in its own state file, stays above
+ * every ID its primary issued under a lease it has received.
  *
  * The resource manager's ID is not entered in PostgreSQL's registry of
  * custom resource managers.  Should another preloaded extension use the
@@ -26,8 +29,11 @@
 #include "access/xlogreader.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
-#include "replication/syncrep.h"
+#include "replication/walsender.h"
+#include "utils/guc.h"
 
+#include "compat.h"
+#include "mode.h"
 #include "record.h"
 #include "shmem.h"
 #include "wal.h"
@@ -36,18 +42,59 @@
 #define XLOG_FLAKE_LEASE		0x00
 
 /*
- * Log a lease and wait until it is flushed and, if the server's settings
- * ask for synchronous replication (synchronous_standby_names, and
- * synchronous_commit of remote_write or above in the server's
- * configuration), written or flushed by the synchronous standbys.  False
- * when the wait was cut short by a cancel or a shutdown: the lease must
- * not be used then.
+ * Whether IDs may be returned only under a lease that the synchronous
+ * standbys confirmed: when this server logs its leases and
+ * synchronous_standby_names, as the server applies it, names standbys.
+ * That is the moment from which commits can wait for them; the flag is
+ * shared, so it holds in every process at once, whichever noticed the
+ * reload first.  synchronous_commit does not enter into it, so that
+ * neither a reload of it nor a session's SET lets an unconfirmed lease be
+ * used.  Cheap: a read of one flag, on the calls past the confirmed lease.
  */
 bool
-FlakeWalLogLease(const FlakeLease *lease)
+FlakeStandbyConfirms(void)
+{
+	return max_wal_senders > 0 && FlakeSyncStandbysNamed() &&
+		FlakeCanLogLease();
+}
+
+/*
+ * Make this process's waits in FlakeWalLogLease() wait for the synchronous
+ * standbys whenever synchronous_standby_names names any: its own
+ * synchronous_commit is "on" (flushed by the standbys), whatever the
+ * configuration or a reload says.  The lease worker calls it once.
+ */
+void
+FlakeLeaseWaitsForStandbys(void)
+{
+	SetConfigOption("synchronous_commit", "on", PGC_SUSET, PGC_S_OVERRIDE);
+}
+
+/* Whether the synchronous standbys have flushed WAL up to lsn. */
+static bool
+StandbysFlushed(XLogRecPtr lsn)
+{
+	bool		flushed;
+
+	LWLockAcquire(SyncRepLock, LW_SHARED);
+	flushed = FlakeSyncStandbysNamed() &&
+		WalSndCtl->lsn[SYNC_REP_WAIT_FLUSH] >= lsn;
+	LWLockRelease(SyncRepLock);
+	return flushed;
+}
+
+/*
+ * Log a lease and wait until it is flushed and, if this process waits for
+ * synchronous replication (the lease worker does whenever there are
+ * synchronous standbys), confirmed by the synchronous standbys.  Sets
+ * *confirmed to whether they confirmed it.  False when the wait was cut
+ * short by a cancel or a shutdown: the lease must not be used then.
+ */
+bool
+FlakeWalLogLease(const FlakeLease *lease, bool *confirmed)
 {
 	XLogRecPtr	lsn;
-	bool		confirmed;
+	bool		interrupted;
 
 	CHECK_FOR_INTERRUPTS();
 	XLogBeginInsert();
@@ -58,9 +105,12 @@ FlakeWalLogLease(const FlakeLease *lease)
 	HOLD_INTERRUPTS();
 	SyncRepWaitForLSN(lsn, false);
 	/* a cancel or a shutdown ends the wait without confirmation */
-	confirmed = !InterruptPending && !ProcDiePending;
+	interrupted = InterruptPending || ProcDiePending;
 	RESUME_INTERRUPTS();
-	return confirmed;
+	if (interrupted)
+		return false;
+	*confirmed = StandbysFlushed(lsn);
+	return true;
 }
 
 static void

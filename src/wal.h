@@ -11,6 +11,8 @@
 #include "record.h"
 
 extern void FlakeRegisterRmgr(void);
-extern bool FlakeWalLogLease(const FlakeLease *lease);
+extern bool FlakeWalLogLease(const FlakeLease *lease, bool *confirmed);
+extern void FlakeLeaseWaitsForStandbys(void);
+extern bool FlakeStandbyConfirms(void);
 
 #endif							/* FLAKEID_WAL_H */

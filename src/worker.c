@@ -7,18 +7,29 @@
  *
  * Preloaded, the postmaster starts it with the server (once recovery is
  * over) and restarts it a second after it exits.  Without preloading a
- * backend that needs the lease starts it, and starts it again when it is
- * gone: after an exit, a failed fork or a failed start, the next call that
- * needs it, a second or more after the last attempt, launches it anew.
- * At most one runs: a second one exits at once.
+ * backend that needs it starts it, and starts it again when it is gone:
+ * after an exit, a failed fork or a failed start, the next call that needs
+ * it, a second or more after the last attempt, launches it anew.  At most
+ * one runs: a second one exits at once.  Without preloading it also sets
+ * the generator up for a session that may not (see shmem.c), on a standby
+ * too, since its settings are the postmaster's.
+ *
+ * It connects to no database but has a backend entry, so that it shows in
+ * pg_stat_activity with what it waits for (its lease's WAL flush, the
+ * synchronous standbys: "SyncRep"), and pg_terminate_backend() ends it
+ * like any background worker.  It waits for the synchronous standbys
+ * whenever synchronous_standby_names names any, whatever
+ * synchronous_commit says (see FlakeLeaseWaitsForStandbys()).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "portability/instr_time.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
+#include "replication/syncrep.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
@@ -31,6 +42,7 @@
 #include "lease.h"
 #include "mode.h"
 #include "shmem.h"
+#include "wal.h"
 #include "worker.h"
 
 PGDLLEXPORT void flakeid_lease_worker_main(Datum main_arg);
@@ -86,13 +98,20 @@ FlakeWorkerClaim(FlakeShared *s)
 	return claimed;
 }
 
-/* Take the settings in after a reload. */
+/*
+ * Take the settings in after a reload.  When the synchronous standbys
+ * change, what the old ones confirmed no longer counts.
+ */
 static void
 FlakeWorkerReload(FlakeShared *s)
 {
 	FlakeLayout mine;
+	char	   *old_standbys = pstrdup(SyncRepStandbyNames ? SyncRepStandbyNames : "");
 
 	ProcessConfigFile(PGC_SIGHUP);
+	if (strcmp(old_standbys, SyncRepStandbyNames ? SyncRepStandbyNames : "") != 0)
+		FlakeForgetConfirmation(s);
+	pfree(old_standbys);
 	FlakeAdoptNode(s, flake_node_id);
 	if (FlakeConfiguredLayout(&mine, NULL) && s->configured_valid &&
 		!FlakeSameLayout(&mine, &s->configured))
@@ -113,8 +132,11 @@ flakeid_lease_worker_main(Datum main_arg)
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	FlakeLeaseWaitsForStandbys();
 
 	s = FlakeAttach();
+	FlakeSetUp(s);
 	if (!FlakeWorkerClaim(s))
 		proc_exit(0);
 	FlakeAdoptNode(s, flake_node_id);
@@ -153,7 +175,7 @@ static void
 FillLeaseWorker(BackgroundWorker *worker)
 {
 	memset(worker, 0, sizeof(*worker));
-	worker->bgw_flags = BGWORKER_SHMEM_ACCESS;
+	worker->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker->bgw_start_time = BgWorkerStart_RecoveryFinished;
 	worker->bgw_restart_time = FLAKE_WORKER_RESTART_S;
 	snprintf(worker->bgw_library_name, BGW_MAXLEN, "flakeid");
@@ -195,6 +217,8 @@ FlakeLaunchWorker(FlakeShared *s)
 		return;
 
 	FillLeaseWorker(&worker);
+	/* on a standby too, to set the generator up (see FlakeEnsureSetUp) */
+	worker.bgw_start_time = BgWorkerStart_ConsistentState;
 	worker.bgw_restart_time = BGW_NEVER_RESTART;
 	worker.bgw_notify_pid = MyProcPid;
 	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
@@ -229,4 +253,41 @@ FlakeWakeWorker(FlakeShared *s)
 		pg_atomic_exchange_u32(&s->renew_asked, 1) != 0)
 		return;
 	SetLatch(latch);
+}
+
+/*
+ * Make sure the generator is set up before it is used: by this process if
+ * its settings are the configuration's, else by the lease worker, which
+ * this call starts if need be and waits for, at most FLAKE_WORKER_WAIT_MS.
+ */
+void
+FlakeEnsureSetUp(FlakeShared *s)
+{
+	instr_time	start;
+
+	if (FlakeSettingsFromConfig())
+	{
+		FlakeSetUp(s);
+		return;
+	}
+	INSTR_TIME_SET_CURRENT(start);
+	while (FlakeWordStatus(pg_atomic_read_u32(&s->word)) == FLAKE_GEN_NOT_SET_UP)
+	{
+		instr_time	elapsed;
+
+		INSTR_TIME_SET_CURRENT(elapsed);
+		INSTR_TIME_SUBTRACT(elapsed, start);
+		if (INSTR_TIME_GET_MILLISEC(elapsed) > FLAKE_WORKER_WAIT_MS)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("timed out waiting for the flakeid lease worker to set up the generator"),
+					 errdetail("This session's flakeid settings did not all come from the server's configuration, "
+							   "so the lease worker sets the generator up from the configuration."),
+					 errhint("Check the server log, and that max_worker_processes leaves room for the flakeid lease worker.")));
+		FlakeWakeWorker(s);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
 }

@@ -11,7 +11,11 @@
 
 #include "shmem.h"
 
+/* The longest a call waits for a lease worker that is not running. */
+#define FLAKE_WORKER_WAIT_MS	10000
+
 extern void FlakeRegisterLeaseWorker(void);
 extern void FlakeWakeWorker(FlakeShared *s);
+extern void FlakeEnsureSetUp(FlakeShared *s);
 
 #endif							/* FLAKEID_WORKER_H */

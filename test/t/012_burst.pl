@@ -1,8 +1,11 @@
 # Bursts far beyond 4096 IDs per millisecond: millions of IDs from one
 # backend, then from two backends at once while a third session samples
 # flakeid_status().  No duplicate, nextflakes() batches ascending and
-# consecutive, the lead over the clock never above flakeid.max_lead, and
-# callers that outran it waited.
+# consecutive, no ID returned further ahead of the clock than
+# flakeid.max_lead, and callers that outran it waited.  Calls take their
+# IDs in the order they come and wait for the clock afterwards, so the
+# IDs reserved (flakeid_status().lead_ms) may run further ahead, by at
+# most flakeid.max_clock_wait.
 
 use strict;
 use warnings;
@@ -75,8 +78,9 @@ ids_unique($node, 'SELECT id FROM mixed',
 # Two backends at once, while a third samples the lead.
 $node->safe_psql(
 	'postgres', q{
-CREATE UNLOGGED TABLE ranges (b int, g int, lo flakeid, hi flakeid, n bigint);
-CREATE UNLOGGED TABLE singles (b int, id flakeid);
+CREATE UNLOGGED TABLE ranges (b int, g int, lo flakeid, hi flakeid, n bigint,
+	t1 timestamptz);
+CREATE UNLOGGED TABLE singles (b int, id flakeid, t1 timestamptz);
 CREATE UNLOGGED TABLE samples (lead_ms bigint, waits bigint);
 CREATE TABLE done (b int);
 });
@@ -108,9 +112,10 @@ foreach my $b (1, 2)
 	foreach my $g (1 .. 10)
 	{
 		$script .=
-		    "INSERT INTO ranges SELECT $b, $g, min(id), max(id), count(*) "
+		    "INSERT INTO ranges SELECT $b, $g, min(id), max(id), count(*), clock_timestamp() "
 		  . "FROM (SELECT nextflakes(1000000) AS id) s;\n"
-		  . "INSERT INTO singles SELECT $b, nextflake() FROM generate_series(1, 20000);\n";
+		  . "INSERT INTO singles SELECT $b, nextflake(), clock_timestamp() "
+		  . "FROM generate_series(1, 20000);\n";
 	}
 	$script .= "INSERT INTO done VALUES ($b);\n";
 	my $session = $node->background_psql(
@@ -174,15 +179,36 @@ is( $node->safe_psql(
 	0,
 	'every ID carries node id 12');
 
-# The lead stayed within its bound, and the burst had to wait for it.
+# No ID was returned further ahead of the clock than its bound, the IDs
+# reserved ran ahead by at most max_lead and max_clock_wait, and the burst
+# had to wait for the clock.
+my ($ahead_singles, $lead_singles) = split /\|/, $node->safe_psql(
+	'postgres', q{
+SELECT count(*) FILTER (WHERE flakeid_timestamp(id) > t1 + current_setting('flakeid.max_lead')::interval),
+	max(extract(epoch FROM flakeid_timestamp(id) - t1) * 1000)::int
+FROM singles});
+is($ahead_singles, 0,
+	"no single ID was further ahead of the clock than flakeid.max_lead when it was returned "
+	  . "(at most $lead_singles ms)");
+my ($ahead_batches, $lead_batches) = split /\|/, $node->safe_psql(
+	'postgres', q{
+SELECT count(*) FILTER (WHERE flakeid_timestamp(hi) > t1 + current_setting('flakeid.max_lead')::interval),
+	max(extract(epoch FROM flakeid_timestamp(hi) - t1) * 1000)::int
+FROM ranges});
+is($ahead_batches, 0,
+	"no batch ended further ahead of the clock than flakeid.max_lead when it was returned "
+	  . "(at most $lead_batches ms)");
 my ($samples, $max_seen) = split /\|/,
   $node->safe_psql('postgres', 'SELECT count(*), max(lead_ms) FROM samples');
+my $max_clock_wait = $node->safe_psql('postgres',
+	"SELECT setting FROM pg_settings WHERE name = 'flakeid.max_clock_wait'");
 ok($samples > 0, "the third session took $samples samples");
-ok($max_seen <= $max_lead,
-	"lead_ms never above flakeid.max_lead (at most $max_seen ms seen)");
+ok($max_seen <= $max_lead + $max_clock_wait,
+	"the IDs reserved ran at most max_lead and max_clock_wait ahead ($max_seen ms seen)");
 my $waits = $after->{waits} - $before->{waits};
 ok($waits > 0, "callers waited for the clock ($waits waits)");
-ok($after->{lead_ms} <= $max_lead, 'the lead is within the bound after the burst');
+ok($after->{lead_ms} <= $max_lead + $max_clock_wait,
+	'the lead is within its bound after the burst');
 note "burst: 24 million IDs reserved, 20 million in batches and 400000 single calls "
   . "from two backends, $waits waits, lead at most $max_seen ms in $samples samples";
 

@@ -1,0 +1,138 @@
+# Every wait of a call is bounded, and waiting calls are served in turn.
+#
+# Four sessions of one role loop over nextflakes(8192) and keep the IDs a
+# few milliseconds under flakeid.max_lead ahead of the clock.  A
+# nextflakes(1000000) of another role, in another database, must still
+# get its IDs: calls take their IDs in the order they come and then wait
+# for the clock, so no stream of later calls keeps it waiting.  Its IDs
+# are within max_lead of the clock when they are returned.  With
+# flakeid.max_clock_wait below what the call would wait, it fails at
+# once with SQLSTATE 53400 and an error that says how far ahead the IDs
+# are, not that the clock went back.  A lease the lease worker cannot
+# renew (it is stopped) fails a call after flakeid.max_lease_wait.
+
+use strict;
+use warnings;
+
+use FlakeTest;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+
+my $node = flake_node('waits', quiet => 1, node_id => 3);
+$node->start;
+$node->safe_psql(
+	'postgres', q{
+CREATE ROLE attacker LOGIN;
+CREATE ROLE victim LOGIN;
+CREATE DATABASE attackdb OWNER attacker;
+CREATE DATABASE victimdb OWNER victim;
+});
+$node->safe_psql($_, "CREATE EXTENSION flakeid") foreach qw(postgres attackdb victimdb);
+my $max_lead = $node->safe_psql('postgres',
+	"SELECT setting FROM pg_settings WHERE name = 'flakeid.max_lead'");
+
+# The attack: pgbench as role attacker in attackdb, for $seconds.
+sub attack
+{
+	my ($seconds) = @_;
+	my $script = $node->basedir . '/attack.sql';
+	PostgreSQL::Test::Utils::append_to_file($script,
+		"SELECT nextflakes(8192) LIMIT 1;\n") unless -e $script;
+	my ($out, $err) = ('', '');
+	my $h = IPC::Run::start(
+		[
+			'pgbench', '-n', '-f', $script, '-c', '4', '-j', '4',
+			'-T', $seconds, '-h', $node->host, '-p', $node->port,
+			'-U', 'attacker', 'attackdb'
+		],
+		'>', \$out, '2>', \$err, run_timeout($seconds + 120));
+	ok( wait_until(
+			sub {
+				$node->safe_psql('postgres', 'SELECT lead_ms FROM flakeid_status()')
+				  >= $max_lead - 200;
+			},
+			30, 0.05),
+		'the attack keeps the IDs close to flakeid.max_lead ahead of the clock');
+	return ($h, \$out, \$err);
+}
+
+# The attack finished cleanly: no failed transaction, no clock error.
+sub attack_done
+{
+	my ($h, $out, $err) = @_;
+	ok($h->finish, 'the attacking sessions ran without error') or diag($$err);
+	my ($failed) = $$out =~ /number of failed transactions: (\d+)/;
+	ok(!$failed, 'no attacking call failed');
+	unlike($$err, qr/system clock is \d+ ms behind/, 'no call blamed the clock');
+	return;
+}
+
+# 1. Served in turn: the big call gets its IDs within its statement
+# timeout, and they are within max_lead of the clock when returned.
+{
+	my ($h, $out, $err) = attack(25);
+	my $start = time();
+	my ($ret, $res, $stderr, $state) = psql_state(
+		$node,
+		"SET statement_timeout = '15s';\n"
+		  . "SELECT count(*), count(DISTINCT id), "
+		  . "max(flakeid_timestamp(id)) <= clock_timestamp() + current_setting('flakeid.max_lead')::interval, "
+		  . "bool_and(flakeid_node(id) = 3) FROM nextflakes(1000000) id;",
+		user => 'victim',
+		db   => 'victimdb');
+	my $took = time() - $start;
+	is($res, '1000000|1000000|t|t',
+		'under the attack, nextflakes(1000000) of another role gets its IDs')
+	  or diag("exit code $ret, SQLSTATE " . ($state // 'none') . "\n$stderr");
+	note sprintf('nextflakes(1000000) under the attack took %.3f s', $took);
+
+	attack_done($h, $out, $err);
+}
+
+# 2. A wait longer than flakeid.max_clock_wait fails at once, and says
+# that the IDs are ahead, not that the clock went back.
+{
+	$node->append_conf('postgresql.conf', "flakeid.max_clock_wait = '100ms'");
+	$node->reload;
+	my ($h, $out, $err) = attack(8);
+	my ($ret, $res, $stderr, $state) = psql_state(
+		$node,
+		"SET statement_timeout = '5s';\nSELECT count(*) FROM nextflakes(1000000);",
+		user => 'victim',
+		db   => 'victimdb');
+	is($state, '53400', 'a call that would wait past flakeid.max_clock_wait fails with 53400')
+	  or diag($stderr);
+	like($stderr, qr/flakeid values are \d+ ms ahead of the system clock/,
+		'the error says how far ahead the IDs are');
+	like($stderr, qr/flakeid\.max_clock_wait \(100 ms\)/, 'the error names the bound');
+	unlike($stderr, qr/behind/, 'the error does not blame the clock');
+	$h->finish;
+	$node->append_conf('postgresql.conf', "flakeid.max_clock_wait = '10s'");
+	$node->reload;
+}
+
+# 3. A lease that is not renewed fails a call after flakeid.max_lease_wait.
+{
+	$node->append_conf('postgresql.conf', "flakeid.max_lease_wait = '500ms'");
+	$node->reload;
+	my $worker = $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'flakeid lease worker'");
+	ok($worker, 'the lease worker is in pg_stat_activity');
+	# the reload reaches the worker before it stops
+	$node->poll_query_until('postgres',
+		"SELECT setting = '500' FROM pg_settings WHERE name = 'flakeid.max_lease_wait'");
+	ok(kill('STOP', $worker), 'the lease worker is stopped');
+	my ($ret, $res, $stderr, $state) = psql_state($node,
+		"SET statement_timeout = '5s';\nSELECT nextflakes(10000000) LIMIT 1;");
+	is($state, '55000', 'a call past the lease fails after flakeid.max_lease_wait')
+	  or diag($stderr);
+	like($stderr, qr/timed out waiting for the flakeid time lease/, 'the error says why');
+	kill('CONT', $worker);
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM nextflakes(10)'),
+		'10', 'with the worker back, calls get their IDs');
+}
+
+$node->stop;
+done_testing();

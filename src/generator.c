@@ -513,20 +513,19 @@ FlakeAwaitLease(FlakeShared *s, int64 end_ms, FlakeWaited *waited)
 			ConditionVariableCancelSleep();
 			ReportLeaseFailing(s);
 		}
-		if (WaitedMs(&waited->lease_since) > flake_max_lease_wait_ms)
-		{
-			ConditionVariableCancelSleep();
-			ReportLeaseWait(end_ms < lease_end);
-		}
 		if (s->worker_latch != NULL)
 			INSTR_TIME_SET_ZERO(no_worker_since);
-		else if (WaitedMs(&no_worker_since) > FLAKE_WORKER_WAIT_MS)
+		if ((s->worker_latch == NULL &&
+			 WaitedMs(&no_worker_since) > FLAKE_WORKER_WAIT_MS) ||
+			WaitedMs(&waited->lease_since) > flake_max_lease_wait_ms)
 		{
 			ConditionVariableCancelSleep();
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("timed out waiting for the flakeid lease worker"),
-					 errhint("Check the server log, and that max_worker_processes leaves room for the flakeid lease worker.")));
+			if (s->worker_latch == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("timed out waiting for the flakeid lease worker"),
+						 errhint("Check the server log, and that max_worker_processes leaves room for the flakeid lease worker.")));
+			ReportLeaseWait(end_ms < lease_end);
 		}
 		FlakeWakeWorker(s);
 		(void) ConditionVariableTimedSleep(&s->lease_cv, FLAKE_LEASE_POLL_MS,

@@ -109,6 +109,25 @@ is( $epoch->safe_psql(
 	'the time field is relative to the configured epoch, not the default');
 $epoch->stop;
 
+# The same moment written with UTC offsets is the same epoch: the server
+# starts with the layout it recorded, unchanged, and decodes alike.  An
+# offset read the wrong way round would move the epoch by twice the
+# offset, and the layout would then differ from the recorded one.
+foreach my $same ('2024-01-01 05:30:00+05:30', '2023-12-31T19:00:00-05',
+	'2023-12-31 22:00:00-0200', '2024-01-01T00:00:00.000Z', '2024-01-01 00:00 UTC')
+{
+	$epoch->adjust_conf('postgresql.conf', 'flakeid.epoch', "'$same'");
+	$epoch->start;
+	is( $epoch->safe_psql(
+			'postgres', q{
+	SELECT state, epoch = '2024-01-01 00:00:00+00',
+		flakeid_from_timestamp('2024-01-01 00:00:00.001+00')::bigint = 1::bigint << 22
+	FROM flakeid_status()}),
+		'ready|t|t',
+		"flakeid.epoch = '$same' is the same epoch");
+	$epoch->stop;
+}
+
 # Invalid layouts: a preloaded server refuses to start instead of using the
 # default layout in their place.
 my $bad = flake_node('bad_layout');

@@ -58,30 +58,42 @@ foreach my $node_bits (0 .. 16)
 	$late->stop;
 }
 
-# Three seconds before the end of the range, with 16 node bits (64 IDs per
-# ms): IDs are made up to the end, and a reservation that would cross it
-# fails instead of wrapping.
+# Six seconds before the end of the range, with 16 node bits (64 IDs per
+# ms): IDs are made up to the very last one of the range, and a
+# reservation whose last millisecond would be the first one past the range
+# fails instead of wrapping, as does every call after it.  The reservations
+# are computed to end exactly at those ticks: the first one puts the IDs a
+# second ahead of the clock, so that each next one starts where the one
+# before ended.
 my $end = timegm(0, 0, 0, 1, 0, 2020) + 2**41 / 1000;
+my $max_ms = 2199023255551;    # 2^41 - 1: the last millisecond of the range
+my $end_tick = $max_ms * 64 + 63;    # its last tick, with 6 sequence bits
 $late->adjust_conf('postgresql.conf', 'flakeid.node_bits', 16);
 unlink $late->data_dir . '/flakeid.state';
-start_faked($late, offset_to($end - 3));
-$late->safe_psql('postgres',
-	'CREATE TABLE near_end (n serial, id flakeid NOT NULL)');
-my ($ok_calls, $range_errors, $state) = (0, 0, '');
-foreach my $i (1 .. 60)
+start_faked($late, offset_to($end - 6));
+$late->safe_psql('postgres', q{
+CREATE TABLE near_end (n serial, id flakeid NOT NULL);
+INSERT INTO near_end (id) SELECT nextflakes(64000);
+});
+my $tick = tick_sql('max(id)', 16);
+my $last_tick = $late->safe_psql('postgres', "SELECT $tick FROM near_end");
+my $to_end = $end_tick - $last_tick;
+ok($to_end > 0 && $to_end < 64 * 6000, "the IDs are $to_end ticks before the end of the range");
+my ($ret, $out, $e, $state) = psql_state($late,
+	"INSERT INTO near_end (id) SELECT nextflakes($to_end)");
+is($ret, 0, 'a reservation that ends at the last tick of the range succeeds') or diag($e);
+is($late->safe_psql('postgres', 'SELECT max(id)::bigint FROM near_end'),
+	($max_ms << 22) | 63, 'and its last ID is the largest of the range');
+$e = fails_with($late, 'SELECT nextflakes(1)', '22008',
+	'a reservation one tick past the range, in the next millisecond');
+like($e, qr/flakeid values would pass the end of the layout's time range/,
+	'the error says the range would be passed');
+foreach my $sql ('SELECT nextflake()', 'SELECT nextflakes(64)', 'SELECT * FROM nextflakes(1000)')
 {
-	my ($ret, $out, $e, $st) = psql_state($late,
-		'INSERT INTO near_end (id) SELECT nextflakes(20000)');
-	if ($ret == 0) { $ok_calls++; next; }
-	$state = $st;
-	$range_errors++ if $st eq '22008';
-	last;
+	like((psql_state($late, $sql))[2],
+		qr/flakeid values would pass the end of the layout's time range|system clock is outside the range/,
+		"and so does every later call: $sql");
 }
-ok($ok_calls > 0, "IDs were made near the end of the range ($ok_calls calls)");
-is($state, '22008', 'a reservation crossing the end fails with 22008');
-like((psql_state($late, 'SELECT nextflake()'))[2],
-	qr/flakeid values would pass the end of the layout's time range|system clock is outside the range/,
-	'and so does every later call');
 is( $late->safe_psql(
 		'postgres', qq{
 	SELECT count(*) FILTER (WHERE id::bigint < 0),

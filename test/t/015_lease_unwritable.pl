@@ -71,14 +71,16 @@ ok(lease_in_memory() <= lease_on_disk(),
 	'the lease in use never reaches past the lease on disk');
 
 # Phase 2: the file turns read-only while a session generates, committing
-# every 1000 IDs, until an error stops it (or 20000 batches).
+# every ID, until an error stops it (or 20 million IDs): every ID a call
+# returned is kept, up to the last one before the error, so that an ID in
+# the lease's last millisecond, or past it, would be seen.
 $node->safe_psql(
 	'postgres', q{
 CREATE PROCEDURE generate_until_error(ph int, batches int)
 LANGUAGE plpgsql AS $$
 BEGIN
-	FOR i IN 1 .. batches LOOP
-		INSERT INTO ids SELECT nextflake(), ph FROM generate_series(1, 1000);
+	FOR i IN 1 .. batches * 1000 LOOP
+		INSERT INTO ids VALUES (nextflake(), ph);
 		COMMIT;
 	END LOOP;
 END $$;
@@ -116,6 +118,9 @@ is($node->safe_psql('postgres', 'SELECT state FROM flakeid_status()'),
 # The lease on disk cannot change any more: nothing was issued at or past
 # it, not even while calls keep coming as the clock passes it.
 my $durable = lease_on_disk();
+ok( $node->safe_psql('postgres',
+		"SELECT count(*) FROM ids WHERE phase = 2 AND (id::bigint >> $low_bits) >= $durable - 3") > 0,
+	'the session generated up to the last milliseconds of the durable lease');
 my $refused = 0;
 foreach my $i (1 .. 20)
 {

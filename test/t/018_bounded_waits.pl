@@ -69,6 +69,30 @@ sub attack_done
 	return;
 }
 
+# 0. A call that comes while another waits for the clock takes its IDs
+# after that one's and waits longer: also a single call on the quick path
+# (its backend's last call found the IDs at the clock).
+{
+	my $quick = $node->background_psql('postgres', timeout => 60);
+	$quick->query_safe('SELECT nextflake()');
+	$node->safe_psql('postgres', 'SELECT nextflakes(20000000) LIMIT 1');
+	my $waiting = $node->background_psql('postgres', timeout => 60);
+	$waiting->query_until(qr/reserving/,
+		"\\echo reserving\nSELECT nextflakes(20000000) LIMIT 1;\n");
+	ok( wait_until(
+			sub {
+				$node->safe_psql('postgres', 'SELECT lead_ms FROM flakeid_status()') > $max_lead + 4000;
+			},
+			20, 0.05),
+		'a second burst reserved past flakeid.max_lead and waits for the clock');
+	my $later = $quick->query_safe(q{
+SELECT flakeid_timestamp(id) <= clock_timestamp() + current_setting('flakeid.max_lead')::interval
+FROM (SELECT nextflake() AS id) s});
+	is($later, 't', 'a single call after it returns its ID only within max_lead of the clock');
+	$waiting->quit;
+	$quick->quit;
+}
+
 # 1. Served in turn: the big call gets its IDs within its statement
 # timeout, and they are within max_lead of the clock when returned.
 {

@@ -1,7 +1,9 @@
 # Failover: a promoted standby never issues an ID at or below one it
 # replayed, even when the old primary's clock ran ahead of the standby's.
 # The primary runs under libfaketime a few seconds in the future; the
-# standby runs on the real clock.
+# standbys run on the real clock.  One standby is restarted before it is
+# promoted (its state file gives the floor back), the other is promoted
+# as it runs (the floor replay raised in shared memory must hold).
 use strict;
 use warnings;
 
@@ -28,11 +30,14 @@ $primary->backup('backup');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
 $standby->init_from_backup($primary, 'backup', has_streaming => 1);
 $standby->start;
+my $running = PostgreSQL::Test::Cluster->new('standby_running');
+$running->init_from_backup($primary, 'backup', has_streaming => 1);
+$running->start;
 
 # Rows made after the backup reach the standby only through WAL.
 $primary->safe_psql('postgres',
 	"INSERT INTO events (body) SELECT 'before ' || g FROM generate_series(1, 20000) g");
-$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+$primary->wait_for_catchup($_, 'replay', $primary->lsn('insert')) foreach ($standby, $running);
 
 my $replayed_max = $standby->safe_psql('postgres', 'SELECT max(id) FROM events');
 is($standby->safe_psql('postgres', 'SELECT count(*) FROM events'), '20000', 'standby replayed the rows');
@@ -63,4 +68,18 @@ is($standby->safe_psql('postgres', 'SELECT count(*) = count(DISTINCT id) FROM ev
 	't', 'no duplicate across the failover');
 
 $standby->stop;
+
+# The standby promoted without a restart: only what replay set in shared
+# memory holds its floor.
+$running->promote;
+$running->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
+  or die 'promotion did not finish';
+$running->safe_psql('postgres',
+	"INSERT INTO events (body) SELECT 'after ' || g FROM generate_series(1, 20000) g");
+is( $running->safe_psql('postgres', qq{
+SELECT count(*), count(*) FILTER (WHERE id <= '$replayed_max'), bool_and(flakeid_node(id) = 9)
+FROM events WHERE body LIKE 'after %'}),
+	'20000|0|t',
+	'promoted without a restart: every ID is above every replayed ID');
+$running->stop;
 done_testing();

@@ -291,7 +291,7 @@ ReportClockRange(int64 now)
 			 errhint("Check the system clock and flakeid.epoch.")));
 }
 
-static void
+static pg_noinline void
 ReportRangeUsedUp(const FlakeLayout *layout)
 {
 	ereport(ERROR,
@@ -302,6 +302,14 @@ ReportRangeUsedUp(const FlakeLayout *layout)
 					   pstrdup(timestamptz_to_str(FlakeTimestamp(layout, 0))),
 					   pstrdup(timestamptz_to_str(FlakeTimestamp(layout, FLAKE_MAX_MS + 1)))),
 			 errhint("Request fewer IDs, or move every server whose IDs meet to a new layout.")));
+}
+
+/* Ticks whose last millisecond is end_ms must lie within the layout's range. */
+static inline void
+FlakeCheckRange(int64 end_ms)
+{
+	if (unlikely(end_ms > FLAKE_MAX_MS))
+		ReportRangeUsedUp(&my_layout);
 }
 
 /*
@@ -439,17 +447,16 @@ FlakeSleep(FlakeShared *s, int64 ms)
 }
 
 /*
- * The lease end below which IDs may be returned now: the durable one, or,
- * while the server has synchronous standbys, the one they confirmed.
+ * Whether IDs up to end_ms may be returned under the lease: below the
+ * durable lease end, and, while the server has synchronous standbys,
+ * below the one they confirmed.  lease_end is the durable end, as read.
  */
-static inline int64
-FlakeUsableLease(FlakeShared *s, int64 end_ms, int64 lease_end)
+static inline bool
+FlakeLeaseCoversMs(FlakeShared *s, int64 end_ms, int64 lease_end)
 {
-	if (end_ms < lease_end &&
-		end_ms >= (int64) pg_atomic_read_u64(&s->sync_end) &&
-		FlakeStandbyConfirms())
-		return (int64) pg_atomic_read_u64(&s->sync_end);
-	return lease_end;
+	return end_ms < lease_end &&
+		(end_ms < (int64) pg_atomic_read_u64(&s->sync_end) ||
+		 !FlakeStandbyConfirms());
 }
 
 static void
@@ -506,7 +513,7 @@ FlakeAwaitLease(FlakeShared *s, int64 end_ms, FlakeWaited *waited)
 	{
 		int64		lease_end = (int64) pg_atomic_read_u64(&s->lease_end);
 
-		if (end_ms < FlakeUsableLease(s, end_ms, lease_end))
+		if (FlakeLeaseCoversMs(s, end_ms, lease_end))
 			break;
 		if (s->lease_failing && end_ms >= lease_end)
 		{
@@ -558,7 +565,7 @@ FlakeAwaitIssue(FlakeShared *s, uint64 first, int64 n, FlakeWaited *waited)
 			continue;
 		}
 		lease_end = (int64) pg_atomic_read_u64(&s->lease_end);
-		if (end_ms >= FlakeUsableLease(s, end_ms, lease_end))
+		if (!FlakeLeaseCoversMs(s, end_ms, lease_end))
 		{
 			FlakeAwaitLease(s, end_ms, waited);
 			continue;
@@ -635,8 +642,7 @@ FlakeReserve(FlakeShared *s, int64 n, FlakeIssue *issue)
 			}
 			else
 			{
-				if (FlakeTickMs(&my_layout, next + n - 1) > FLAKE_MAX_MS)
-					ReportRangeUsedUp(&my_layout);
+				FlakeCheckRange(FlakeTickMs(&my_layout, next + n - 1));
 				(void) FlakeClockWait(next, n, now, &waited);
 				first = pg_atomic_fetch_add_u64(&s->next_tick, (uint64) n);
 			}
@@ -652,11 +658,10 @@ FlakeReserve(FlakeShared *s, int64 n, FlakeIssue *issue)
 	issue->node = FlakeWordNode(my_word);
 
 	end_ms = FlakeTickMs(&my_layout, first + n - 1);
-	if (unlikely(end_ms > FLAKE_MAX_MS))
-		ReportRangeUsedUp(&my_layout);
+	FlakeCheckRange(end_ms);
 	lease_end = (int64) pg_atomic_read_u64(&s->lease_end);
 	if (unlikely(end_ms - now > flake_max_lead_ms ||
-				 end_ms >= FlakeUsableLease(s, end_ms, lease_end)))
+				 !FlakeLeaseCoversMs(s, end_ms, lease_end)))
 	{
 		FlakeAwaitIssue(s, first, n, &waited);
 		lease_end = (int64) pg_atomic_read_u64(&s->lease_end);

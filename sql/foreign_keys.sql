@@ -42,10 +42,10 @@ INSERT INTO event_notes (event) VALUES (-1);
 \set SHOW_CONTEXT errors
 SELECT :'LAST_ERROR_SQLSTATE' AS sqlstate;
 
--- But deleting (or changing the key of) an event looks for its notes with
--- event::flakeid = $1, which the index on event cannot serve: the whole
--- table is read for each event.  The statistics count the scans (a
--- backend's counts reach them after the statement that asks for a flush).
+-- But deleting an event looks for its notes with event::flakeid = $1,
+-- which the index on event cannot serve: the whole table is read for each
+-- event.  The statistics count the scans (a backend's counts reach them
+-- after the statement that asks for a flush).
 CREATE FUNCTION seq_scans(rel regclass) RETURNS bigint
 LANGUAGE sql AS $$ SELECT seq_scan FROM pg_stat_user_tables WHERE relid = rel $$;
 ANALYZE event_notes;

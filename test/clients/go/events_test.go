@@ -116,10 +116,7 @@ func TestPgxUnregisteredReadsFlakeidAsText(t *testing.T) {
 			t.Errorf("an unregistered flakeid into an int64: %v", err)
 		}
 	}
-	writeRead(t, "pgx unregistered", func(insert string, v int64) error {
-		_, err := plain.Exec(ctx, insert, v, v)
-		return err
-	})
+	writeRead(t, "pgx unregistered", pgxExec(plain))
 }
 
 func TestPgxRegisteredReadsFlakeidAsInt64InBinary(t *testing.T) {
@@ -136,13 +133,8 @@ func TestPgxRegisteredReadsFlakeidAsInt64InBinary(t *testing.T) {
 			t.Errorf("wrote %d, read %d and %d", v, id, n)
 		}
 	}
-	writeRead(t, "pgx registered", func(insert string, v int64) error {
-		_, err := pool.Exec(ctx, insert, v, v)
-		return err
-	})
-	var id int64
-	err := pool.QueryRow(ctx, "SELECT $1::flakeid", int64(-1)).Scan(&id)
-	sqlState(t, err, "22003")
+	writeRead(t, "pgx registered", pgxExec(pool))
+	sqlState(t, pool.QueryRow(ctx, "SELECT $1::flakeid", int64(-1)).Scan(new(int64)), "22003")
 }
 
 func TestPgxBatch(t *testing.T) {
@@ -197,13 +189,11 @@ func TestPgxDecode(t *testing.T) {
 }
 
 func TestPQReadsAndWritesInt64(t *testing.T) {
-	writeRead(t, "lib/pq", func(insert string, v int64) error {
-		_, err := db.ExecContext(ctx, insert, v, v)
+	writeRead(t, "lib/pq", func(sql string, args ...interface{}) error {
+		_, err := db.ExecContext(ctx, sql, args...)
 		return err
 	})
-	var id int64
-	err := db.QueryRowContext(ctx, "SELECT $1::flakeid", int64(-1)).Scan(&id)
-	sqlState(t, err, "22003")
+	sqlState(t, db.QueryRowContext(ctx, "SELECT $1::flakeid", int64(-1)).Scan(new(int64)), "22003")
 }
 
 func TestPQReturningKeysInOrder(t *testing.T) {
@@ -233,15 +223,25 @@ func TestPQDecode(t *testing.T) {
 	}
 }
 
-// writeRead writes each of values into the table exact through insert, its
-// two parameters a flakeid and a bigint, and reads them back with pgx
-// (registered, and cast to bigint) and lib/pq, by value and by key.
-func writeRead(t *testing.T, how string, insert func(sql string, v int64) error) {
+// writeRead writes each of values into the table exact through exec, as a
+// flakeid and a bigint parameter, and reads them back with pgx (registered,
+// and cast to bigint) and lib/pq, by value and by key.
+func writeRead(t *testing.T, how string, exec func(sql string, args ...interface{}) error) {
 	t.Helper()
 	for _, v := range values {
-		must(t, insert("INSERT INTO exact VALUES ('"+how+"', $1, $2)", v))
+		must(t, exec("INSERT INTO exact VALUES ($1, $2, $3)", how, v, v))
 	}
 	checkExact(t, how)
+}
+
+// pgxExec is conn's Exec, for writeRead.
+func pgxExec(conn interface {
+	Exec(context.Context, string, ...interface{}) (pgconn.CommandTag, error)
+}) func(string, ...interface{}) error {
+	return func(sql string, args ...interface{}) error {
+		_, err := conn.Exec(ctx, sql, args...)
+		return err
+	}
 }
 
 func checkExact(t *testing.T, how string) {

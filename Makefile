@@ -8,7 +8,7 @@ FLAKE_HEADERS = $(wildcard src/*.h)
 DATA = $(wildcard sql/flakeid--*.sql)
 
 REGRESS = type_io soft_input on_error operators indexes casts decode \
-	from_timestamp generator format upgrade schema trusted
+	from_timestamp generator format upgrade schema trusted foreign_keys
 REGRESS_OPTS = --inputdir=. --load-extension=flakeid
 
 ISOLATION = concurrent

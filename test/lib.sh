@@ -78,7 +78,7 @@ flake_unpackaged() {
 # the packages the build needs are installed and the build cache
 # (FLAKE_CITUS_CACHE, default /var/cache/flakeid-citus) is made that
 # user's.
-FLAKE_CITUS_PACKAGES="liblz4-dev libzstd-dev libkrb5-dev libselinux1-dev libpam0g-dev"
+FLAKE_CITUS_PACKAGES="liblz4-dev libzstd-dev libkrb5-dev libselinux1-dev libpam0g-dev libicu-dev"
 flake_citus_prepare() {
 	export PG_CONFIG
 	if [ -z "${FLAKE_CITUS_TARBALL+set}" ]; then

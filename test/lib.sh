@@ -77,8 +77,11 @@ flake_unpackaged() {
 # unprivileged user who runs the servers from a copy of the tree; as root,
 # the packages the build needs are installed and the build cache
 # (FLAKE_CITUS_CACHE, default /var/cache/flakeid-citus) is made that
-# user's.
-FLAKE_CITUS_PACKAGES="liblz4-dev libzstd-dev libkrb5-dev libselinux1-dev libpam0g-dev libicu-dev"
+# user's.  In the list of the build's packages, A/B is A, or B where the
+# Debian release has no package A (libselinux1-dev is libselinux-dev from
+# forky on).
+FLAKE_CITUS_PACKAGES="liblz4-dev libzstd-dev libcurl4-openssl-dev libkrb5-dev
+	libselinux1-dev/libselinux-dev libpam0g-dev libicu-dev"
 flake_citus_prepare() {
 	export PG_CONFIG
 	if [ -z "${FLAKE_CITUS_TARBALL+set}" ]; then
@@ -91,7 +94,15 @@ flake_citus_prepare() {
 	fi
 	export FLAKE_CITUS_TARBALL
 	[ -f "$FLAKE_CITUS_TARBALL" ] || return 0
-	flake_packages $FLAKE_CITUS_PACKAGES
+	local pkg first packages=()
+	for pkg in $FLAKE_CITUS_PACKAGES; do
+		first=${pkg%%/*}
+		flake_installed "$first" ||
+			apt-cache policy "$first" 2>/dev/null | grep -q 'Candidate: [0-9]' ||
+			first=${pkg#*/}
+		packages+=("$first")
+	done
+	flake_packages "${packages[@]}"
 	[ "$(id -u)" -eq 0 ] || return 0
 	export FLAKE_CITUS_CACHE=${FLAKE_CITUS_CACHE:-/var/cache/flakeid-citus}
 	mkdir -p "$FLAKE_CITUS_CACHE"

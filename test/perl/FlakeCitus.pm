@@ -32,7 +32,7 @@ our @EXPORT = qw(citus_tarball citus_install citus_node citus_cluster
 
 # Settings of every server of a cluster.  Citus reaches the other nodes
 # over TCP without SSL; logical replication moves shards; a few shards per
-# table keep two CPUs' work small; nothing is sent home.
+# table keep two CPUs' work small; Citus sends no usage statistics.
 use constant CITUS_CONF => q{
 listen_addresses = '127.0.0.1'
 citus.node_conninfo = 'sslmode=disable'
@@ -126,9 +126,8 @@ sub build_citus
 	die "no configure script in $tarball" unless defined $src;
 	note('Citus build: left out its copy of have_createdb_privilege()')
 	  if leave_out_createdb_copy($src, $pg_config);
-	# Without libcurl Citus cannot send usage statistics anywhere.
 	build_step($log, $src, 'nice', '-n', '19', './configure',
-		"PG_CONFIG=$pg_config", '--without-libcurl');
+		"PG_CONFIG=$pg_config");
 	build_step($log, $src, 'nice', '-n', '19', 'make', '-j2', 'with_llvm=no');
 	build_step($log, $src, 'make', 'install', 'with_llvm=no',
 		"DESTDIR=$stage");

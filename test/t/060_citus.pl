@@ -361,7 +361,7 @@ my $moved = q_coord(
 q_coord(q{ALTER TABLE events ADD COLUMN n int, ADD COLUMN body text,
 	ALTER COLUMN kind SET DEFAULT 'move'});
 my $move_sql =
-    "SELECT pg_sleep(1);\n"
+    "SELECT pg_sleep(0.5);\n"
   . "SELECT 'start ' || clock_timestamp();\n"
   . "SELECT citus_move_shard_placement($moved, '127.0.0.1', "
   . $w1->port
@@ -369,6 +369,8 @@ my $move_sql =
   . $w2->port
   . ", shard_transfer_mode => 'force_logical');\n"
   . "SELECT 'end ' || clock_timestamp();\n";
+# The load lasts at least 25 pauses of 100 ms, so that the move, which
+# starts half a second in, runs while the three servers insert.
 my ($move, $move_out, $move_err) = start_psql($coord, 'move', $move_sql);
 my $before = q_coord('SELECT count(*) FROM events');
 my $move_clients = 2;
@@ -379,7 +381,7 @@ insert_together(
 	clients  => $move_clients,
 	txns     => $move_txns,
 	batch    => $move_batch,
-	pause_ms => 20);
+	pause_ms => 100);
 ok($move->finish, 'the shard move finished') or diag($$move_err);
 my ($move_from) = $$move_out =~ /^start (.+)$/m;
 my ($move_to)   = $$move_out =~ /^end (.+)$/m;

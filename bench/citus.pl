@@ -77,8 +77,8 @@ foreach my $round (1 .. $rounds)
 	}
 }
 
-# The rows are all there, under unique keys; the flakeids decode to the
-# node that inserted them.
+# The keys are unique; the flakeids come from the three nodes, and so do
+# the three ranges of the bigserial key, one per node.
 foreach my $key (sort keys %keys)
 {
 	ids_unique($coord, "SELECT id FROM t_$key", "t_$key");
@@ -87,6 +87,9 @@ is( $coord->safe_psql(
 		'postgres',
 		'SELECT count(DISTINCT flakeid_node(id)) FROM t_flakeid'),
 	'3', 't_flakeid: IDs of the three nodes');
+is( $coord->safe_psql(
+		'postgres', 'SELECT count(DISTINCT id >> 48) FROM t_bigserial'),
+	'3', 't_bigserial: a range of the sequence per node (its top 16 bits)');
 
 sub median
 {

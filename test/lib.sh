@@ -83,6 +83,45 @@ flake_unpackaged() {
 	done
 }
 
+# Citus, for 060_citus.pl and bench/citus: the source tarball for
+# PostgreSQL $PG_MAJOR is FLAKE_CITUS_TARBALL, else the copy in
+# ../shared/vendor beside the source tree of a release that supports that
+# version (none for others).  It is exported, with PG_CONFIG, for the
+# unprivileged user who runs the servers from a copy of the tree; as root,
+# the packages the build needs are installed and the build cache
+# (FLAKE_CITUS_CACHE, default /var/cache/flakeid-citus) is made that
+# user's.  In the list of the build's packages, A/B is A, or B where the
+# Debian release has no package A (libselinux1-dev is libselinux-dev from
+# forky on).
+FLAKE_CITUS_PACKAGES="liblz4-dev libzstd-dev libcurl4-openssl-dev libkrb5-dev
+	libselinux1-dev/libselinux-dev libpam0g-dev libicu-dev"
+flake_citus_prepare() {
+	export PG_CONFIG
+	if [ -z "${FLAKE_CITUS_TARBALL+set}" ]; then
+		local release=
+		case $PG_MAJOR in
+			15) release=13.2.2 ;;
+			16 | 17 | 18) release=14.0.1 ;;
+		esac
+		FLAKE_CITUS_TARBALL=${release:+$(cd "$FLAKE_SRC/.." && pwd)/shared/vendor/citus-$release.tar.gz}
+	fi
+	export FLAKE_CITUS_TARBALL
+	[ -f "$FLAKE_CITUS_TARBALL" ] || return 0
+	local pkg first packages=()
+	for pkg in $FLAKE_CITUS_PACKAGES; do
+		first=${pkg%%/*}
+		flake_installed "$first" ||
+			apt-cache policy "$first" 2>/dev/null | grep -q 'Candidate: [0-9]' ||
+			first=${pkg#*/}
+		packages+=("$first")
+	done
+	flake_packages "${packages[@]}"
+	[ "$(id -u)" -eq 0 ] || return 0
+	export FLAKE_CITUS_CACHE=${FLAKE_CITUS_CACHE:-/var/cache/flakeid-citus}
+	mkdir -p "$FLAKE_CITUS_CACHE"
+	chown "$FLAKE_USER" "$FLAKE_CITUS_CACHE"
+}
+
 # PostgreSQL refuses to run as root.  As root, copy the source tree to a
 # directory the unprivileged user owns and run the calling script from
 # there as that user.  Anyone else carries on where they are.

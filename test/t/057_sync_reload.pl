@@ -63,12 +63,14 @@ CREATE TABLE filler (g int, pad text);
 
 # Stop the standby's WAL receiver and fill the replication connection,
 # so that no WAL written from now on reaches the standby.  Returns the
-# receiver's pid.
+# receiver's pid, and the end of the primary's durable lease once the
+# receiver stopped: no lease the standby can still confirm ends later.
 sub cut_off
 {
 	my ($primary, $standby) = @_;
 	my $receiver = $standby->safe_psql('postgres', 'SELECT pid FROM pg_stat_wal_receiver');
 	ok(kill('STOP', $receiver), 'the standby\'s WAL receiver is stopped');
+	my $lease_end = $primary->safe_psql('postgres', 'SELECT lease_end FROM flakeid_status()');
 	$primary->safe_psql('postgres',
 		"INSERT INTO filler SELECT g, repeat('x', 200) FROM generate_series(1, 300000) g");
 	ok( wait_until(
@@ -78,7 +80,7 @@ sub cut_off
 			},
 			60),
 		'the replication connection is full: what follows stays on the primary');
-	return $receiver;
+	return wantarray ? ($receiver, $lease_end) : $receiver;
 }
 
 # Turn synchronous replication on by a reload (the settings as SQL) and
@@ -211,8 +213,13 @@ synchronous_commit = local});
 			q{SELECT count(*) = 1 FROM pg_stat_replication WHERE sync_state = 'sync'}),
 		'the standby is synchronous');
 	$primary->safe_psql('postgres', 'SELECT nextflakes(10)');
-	my $receiver = cut_off($primary, $standby);
-	# with commits local, IDs past the confirmed lease still wait
+	my ($receiver, $lease_end) = cut_off($primary, $standby);
+	# With commits local, IDs past the confirmed lease still wait.  The
+	# lease the standby confirmed before it was cut off may cover the
+	# clock for up to a second: the calls start after its end.
+	ok( $primary->poll_query_until('postgres',
+			"SELECT clock_timestamp() > '$lease_end'::timestamptz + interval '20 ms'"),
+		'the clock passed every lease the standby could have confirmed');
 	calls_wait($primary, 'local');
 	my ($ret, $out, $err, $state) = psql_state($primary,
 		"SET statement_timeout = '3s';\nSELECT nextflakes(20000000) LIMIT 1;");

@@ -89,7 +89,7 @@ static inline bool
 FlakeSyncStandbysNamed(void)
 {
 #ifdef SYNC_STANDBY_DEFINED
-	bits8		status = ((volatile WalSndCtlData *) WalSndCtl)->sync_standbys_status;
+	uint8		status = ((volatile WalSndCtlData *) WalSndCtl)->sync_standbys_status;
 
 	if (status & SYNC_STANDBY_INIT)
 		return (status & SYNC_STANDBY_DEFINED) != 0;

@@ -63,7 +63,7 @@ ScanOffset(const char **p, int *offset_min)
 				mm = 0;
 
 	*offset_min = 0;
-	if (**p == ' ')
+	while (**p == ' ')
 		(*p)++;
 	if (**p == '\0')
 		return true;

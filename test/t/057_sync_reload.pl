@@ -212,7 +212,13 @@ synchronous_commit = local});
 	ok( $primary->poll_query_until('postgres',
 			q{SELECT count(*) = 1 FROM pg_stat_replication WHERE sync_state = 'sync'}),
 		'the standby is synchronous');
-	$primary->safe_psql('postgres', 'SELECT nextflakes(10)');
+	# The lease worker waits for the standby whatever synchronous_commit
+	# says, so that while the standby streams, a burst past the lease gets
+	# a lease the standby confirmed, at once.
+	my ($ret, $out, $err, $state) = psql_state($primary,
+		"SET statement_timeout = '20s';\nSELECT count(*) FROM nextflakes(12000000);");
+	is($out, '12000000', 'local: a burst 3 s ahead gets a lease the streaming standby confirmed')
+	  or diag("exit code $ret, SQLSTATE " . ($state // 'none') . "\n$err");
 	my ($receiver, $lease_end) = cut_off($primary, $standby);
 	# With commits local, IDs past the confirmed lease still wait.  The
 	# lease the standby confirmed before it was cut off may cover the
@@ -221,7 +227,14 @@ synchronous_commit = local});
 			"SELECT clock_timestamp() > '$lease_end'::timestamptz + interval '20 ms'"),
 		'the clock passed every lease the standby could have confirmed');
 	calls_wait($primary, 'local');
-	my ($ret, $out, $err, $state) = psql_state($primary,
+	# the lease worker asked for the lease waits for the standby, although
+	# the configuration's commits do not
+	my $worker = pid_of($primary, 'flakeid lease worker');
+	is( $primary->safe_psql('postgres',
+			"SELECT wait_event FROM pg_stat_activity WHERE pid = $worker"),
+		'SyncRep',
+		'local: the lease worker waits for the synchronous standby (SyncRep)');
+	($ret, $out, $err, $state) = psql_state($primary,
 		"SET statement_timeout = '3s';\nSELECT nextflakes(20000000) LIMIT 1;");
 	push @returned, grep { /^\d+$/ } split /\n/, $out;
 	ok($ret != 0 && defined $state && $state =~ /^(57014|55000)$/,

@@ -4,7 +4,7 @@
 
 PG_MAJOR=${PG_MAJOR:-15}
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/$PG_MAJOR/bin/pg_config}
-FLAKE_PACKAGES="postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libipc-run-perl faketime make gcc"
+FLAKE_PACKAGES="postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libipc-run-perl libdbd-pg-perl faketime make gcc"
 FLAKE_USER=${FLAKE_USER:-postgres}
 
 say() { printf '==> %s\n' "$*" >&2; }

@@ -118,7 +118,10 @@ $node->restart;
 is(generate_above_all('node_bits 12, restarted'), 't',
 	'after a restart with the accepted layout IDs continue above all');
 
-# the epoch moves back a year
+# the epoch moves back a year, right after a burst put the IDs seconds
+# ahead of the clock (at 1024 a millisecond under these node bits)
+my $ahead = $node->safe_psql('postgres',
+	'SELECT flakeid_timestamp(max(x)) FROM nextflakes(4500000) x');
 $node->stop;
 $node->append_conf('postgresql.conf', q{flakeid.epoch = '2019-01-01 00:00:00+00'});
 $node->start;
@@ -129,6 +132,11 @@ fails_with($node, 'SELECT flakeid_accept_layout()', '42501',
 	'a non-superuser accepting the epoch', user => 'carol');
 ($ret, $out, $err) = psql_as($node, 'SELECT flakeid_accept_layout()');
 is($out, 't', 'a superuser accepts the new epoch');
+is( $node->safe_psql('postgres',
+		"SELECT flakeid_timestamp(nextflake()) > '$ahead'::timestamptz"),
+	't',
+	'the first ID under the earlier epoch is later in time than every ID of the old one'
+);
 is(generate_above_all('epoch 2019'), 't',
 	'IDs after accepting the epoch are above every earlier ID');
 is( $node->safe_psql(

@@ -11,6 +11,7 @@
 #
 # Clients (forked processes, DBD::Pg) run sessions of random statements:
 # nextflake() once or per row, nextflakes(n) with n from 1 to 20000,
+# bursts of nextflakes() up to 4 million (their range counts as issued),
 # prepared and not, cursors fetched in parts, INSERT ... RETURNING into a
 # table whose key defaults to nextflake(); sessions with flakeid.cache =
 # 64, with statement_timeout.  Each statement's rows carry the server's
@@ -266,9 +267,21 @@ sub client_main
 			my $n = rand() < 0.7 ? 1 + int(rand(20))
 			  : rand() < 0.85 ? 20 + int(rand(500))
 			  : 500 + int(rand(19500));
-			my ($kind, $rows, $err, $state);
+			my ($kind, $rows, $err, $state, $burst);
 			my $tb = time();
-			if ($r < 0.25)
+			if ($r < 0.003)
+			{
+				# a burst of up to 1 s of IDs: its reservation is recorded
+				# as the range from its first to its last ID, which no
+				# other ID of this server may fall into
+				$kind = 'burst';
+				$burst = 500_000 + int(rand(3_500_000));
+				$rows = $dbh->selectall_arrayref(
+					"SELECT min(x)::bigint, max(x)::bigint, count(*),
+						cms(statement_timestamp()), cms(clock_timestamp())
+					 FROM nextflakes($burst) x", { pg_server_prepare => 0 });
+			}
+			elsif ($r < 0.25)
 			{
 				$kind = 'one';
 				$rows = $dbh->selectall_arrayref(
@@ -348,7 +361,20 @@ sub client_main
 				printf $log "E %s %d %s %.6f %.6f %s %s\n", $sid, $lin, $kind, $tb, $ta,
 				  ($state eq '' ? 'none' : $state), $err;
 			}
-			if ($rows && @$rows)
+			if ($rows && @$rows && $kind eq 'burst')
+			{
+				my ($lo, $hi, $count, $t0, $t1) = @{ $rows->[0] };
+				my %nodes = map { (($_ >> $node_shift) & $node_mask) => 1 } ($lo, $hi);
+				printf $log "S %s %d %s %d %.6f %.6f %d %d %d %d %d %d %d %s %d\n",
+				  $sid, $lin, $kind, $cache, $tb, $ta, $t0, $t1, $count, $lo, $hi,
+				  ($lo >> 22) + $epoch_ms, ($hi >> 22) + $epoch_ms,
+				  join(',', sort { $a <=> $b } keys %nodes),
+				  ($lo > $last && $hi >= $lo && $count == $burst) ? 1 : 0;
+				$last = $hi;
+				printf $ids_out "%d %d %s\n", $lo, $hi - $lo + 1, $sid;
+				$ids_out->flush;
+			}
+			elsif ($rows && @$rows)
 			{
 				my @ids = map { $_->[0] } @$rows;
 				my ($t0, $t1) = (min(map { $_->[1] } @$rows), max(map { $_->[2] } @$rows));
@@ -428,7 +454,8 @@ sub barrier
 sub step_clock
 {
 	my ($down) = @_;
-	my $step = rand() < 0.5 ? -(0.1 + rand(rand() < 0.3 ? 8 : 3)) : 0.1 + rand(10);
+	# back as often as forward, half of the steps back past flakeid.max_lead
+	my $step = rand() < 0.5 ? -(0.1 + (rand() < 0.5 ? rand(3) : 3 + rand(5))) : 0.1 + rand(10);
 	$offset += $step;
 	$offset = max(min($offset, 60), -60);
 	set_clock($_, offset_text()) foreach grep { defined } ($primary, $standby);
@@ -475,6 +502,22 @@ sub failover
 	$sync_since = (admin($primary, 'SHOW synchronous_standby_names') // '') ne ''
 	  ? time() : undef;
 	return $sync ? 'synchronous' : 'asynchronous';
+}
+
+# A burst of 4 million IDs (about 1 s of them) by the driver, within 1 s;
+# the range it returned is written beside the clients' IDs.
+sub driver_burst
+{
+	my ($ret, $out) = $primary->psql('postgres',
+		"SET statement_timeout = '1s';
+		 SELECT min(x)::bigint || ' ' || (max(x) - min(x) + 1)::bigint FROM nextflakes(4000000) x",
+		timeout => 30);
+	return 'timed out' unless $ret == 0 && $out =~ /^(\d+) (\d+)$/;
+	open my $fh, '>>', "$work/ids.$lineage.0" or die;
+	print $fh "$1 $2 driver\n";
+	close $fh;
+	$faults{'burst while stalled, returned'}++;
+	return 'returned';
 }
 
 my %fault_subs = (
@@ -569,10 +612,14 @@ my %fault_subs = (
 		my $pause = 0.3 + rand(3);
 		kill 'STOP', $pid;
 		$stalled = $pid;
+		# with synchronous replication on, a burst past the lease meanwhile
+		# must wait for the stalled standby (and time out): what it returns
+		# counts as issued
+		driver_burst() if defined $sync_since;
 		usleep($pause * 1e6);
 		# now and then the primary fails while its standby is stalled
 		return sprintf('%.1f s, then failover: %s', $pause, failover())
-		  if rand() < 0.4;
+		  if rand() < 0.5;
 		kill 'CONT', $pid;
 		$stalled = undef;
 		return sprintf('%.1f s', $pause);
@@ -694,7 +741,7 @@ sub check_all
 	my @dups;
 	foreach my $lin (0 .. $lineage)
 	{
-		my @files = grep { -s } map { "$work/ids.$lin.$_" } 1 .. $clients;
+		my @files = grep { -s } map { "$work/ids.$lin.$_" } 0 .. $clients;
 		next unless @files;
 		my $sorted = "$work/sorted.$lin";
 		open my $all, '>', "$sorted.in" or die;

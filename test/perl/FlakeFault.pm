@@ -216,6 +216,15 @@ sub faketime_preload
 	return build_shim('faketime_shim', $shim_source) . ":$lib";
 }
 
+# An LD_PRELOAD value with the libraries: after the sanitizer runtimes that
+# test/run sanitize preloads, which must come first.
+sub preload_after_sanitizers
+{
+	my ($libs) = @_;
+	my $before = $ENV{LD_PRELOAD} // '';
+	return $before eq '' ? $libs : "$before:$libs";
+}
+
 # The file whose existence makes a node started by start_fork_switch fail
 # to fork.
 sub fork_failing
@@ -229,7 +238,7 @@ sub fork_failing
 sub start_fork_switch
 {
 	my ($node, %params) = @_;
-	local $ENV{LD_PRELOAD} = build_shim('fork_shim', $fork_shim_source);
+	local $ENV{LD_PRELOAD} = preload_after_sanitizers(build_shim('fork_shim', $fork_shim_source));
 	local $ENV{FLAKE_FAIL_FORK} = fork_failing($node);
 	return $node->start(%params);
 }
@@ -242,7 +251,7 @@ sub start_faked
 	my ($node, $offset, %params) = @_;
 
 	set_clock($node, $offset);
-	local $ENV{LD_PRELOAD} = faketime_preload();
+	local $ENV{LD_PRELOAD} = preload_after_sanitizers(faketime_preload());
 	local $ENV{FAKETIME_TIMESTAMP_FILE} = clock_file($node);
 	local $ENV{FAKETIME_NO_CACHE} = '1';
 	local $ENV{FAKETIME_DONT_FAKE_MONOTONIC} = '1';

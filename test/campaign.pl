@@ -193,7 +193,7 @@ $primary->safe_psql(
 push @node_history, [ time(), 5 ];
 my $epoch_ms = $primary->safe_psql('postgres',
 	q{SELECT cms(flakeid_timestamp('0'::flakeid))});
-my $node_bits = $primary->safe_psql('postgres', 'SHOW flakeid.node_bits');
+my $node_bits = $primary->safe_psql('postgres', 'SELECT node_bits FROM flakeid_status()');
 my $node_shift = 22 - $node_bits;
 my $node_mask = (1 << $node_bits) - 1;
 make_standby() if $preload;
@@ -520,7 +520,8 @@ sub driver_burst
 	return 'returned';
 }
 
-my %fault_subs = (
+my %fault_subs;
+%fault_subs = (
 	'kill backend' => sub {
 		my @pids = shuffle(campaign_backends($primary, 0));
 		return 'no backend' unless @pids;
@@ -609,6 +610,13 @@ my %fault_subs = (
 		return 'no standby' unless $standby;
 		my ($pid) = server_processes($standby, qr/walreceiver/);
 		return 'no walreceiver' unless $pid;
+		# mostly with synchronous replication on, in force for 2 s
+		if (!defined $sync_since && rand() < 0.7)
+		{
+			$fault_subs{'synchronous on'}->();
+			$faults{'synchronous on'}++;
+		}
+		usleep(max(0, $sync_since + 2.2 - time()) * 1e6) if defined $sync_since;
 		my $pause = 0.3 + rand(3);
 		kill 'STOP', $pid;
 		$stalled = $pid;
@@ -636,7 +644,7 @@ my @menu = (
 	[ 'clock step', 4 ], [ 'node reload', 2 ], [ 'cancel', 2 ],
 	[ 'state file unwritable', 1 ]);
 push @menu, [ 'synchronous on', 3 ], [ 'synchronous off', 1 ], [ 'failover', 1 ],
-  [ 'standby stalled', 2 ]
+  [ 'standby stalled', 3 ]
   if $preload;
 
 sub pick_fault

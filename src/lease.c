@@ -147,8 +147,8 @@ CheckAcceptable(const FlakeLayout *layout, int64 floor_ms)
 						   "would have to read %s, %lld ms ahead of the clock.",
 						   pstrdup(timestamptz_to_str(FlakeTimestamp(layout, floor_ms))),
 						   (long long) ahead),
-				 errhint("Keep the old flakeid.epoch or choose an earlier one; a later epoch can be accepted "
-						 "only once the clock reaches that time.")));
+				 errhint("Keep the old flakeid.epoch, or run flakeid_accept_layout() again once the clock "
+						 "has reached that time.")));
 }
 
 /* End an accept: let another one start. */

@@ -87,6 +87,8 @@ my $shim_source = <<'EOC';
 #include <stddef.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/time.h>
+#include <time.h>
 
 typedef int (*select_f) (int, fd_set *, fd_set *, fd_set *, struct timeval *);
 typedef int (*pselect_f) (int, fd_set *, fd_set *, fd_set *,
@@ -155,6 +157,65 @@ int
 epoll_pwait(int fd, struct epoll_event *ev, int n, int t, const sigset_t *m)
 {
 	return real_epoll_pwait(fd, ev, n, t, m);
+}
+
+/*
+ * libfaketime opens and closes its timestamp file at every clock read, and
+ * PostgreSQL reads the clock in signal handlers too (the statement
+ * timeout's): a handler that interrupts such a read deadlocks on the C
+ * library's lock of open files, and the backend hangs for ever.  Clock
+ * reads go on to libfaketime with every signal blocked.
+ */
+typedef int (*clock_gettime_f) (clockid_t, struct timespec *);
+typedef int (*gettimeofday_f) (struct timeval *, void *);
+typedef time_t (*time_f) (time_t *);
+
+int
+clock_gettime(clockid_t id, struct timespec *ts)
+{
+	static clock_gettime_f next;
+	sigset_t	all, old;
+	int			r;
+
+	if (next == NULL)
+		next = (clock_gettime_f) dlsym(RTLD_NEXT, "clock_gettime");
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	r = next(id, ts);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
+int
+gettimeofday(struct timeval *restrict tv, void *restrict tz)
+{
+	static gettimeofday_f next;
+	sigset_t	all, old;
+	int			r;
+
+	if (next == NULL)
+		next = (gettimeofday_f) dlsym(RTLD_NEXT, "gettimeofday");
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	r = next(tv, tz);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
+time_t
+time(time_t *t)
+{
+	static time_f next;
+	sigset_t	all, old;
+	time_t		r;
+
+	if (next == NULL)
+		next = (time_f) dlsym(RTLD_NEXT, "time");
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	r = next(t);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return r;
 }
 EOC
 

@@ -5,6 +5,7 @@
 # private installation and the harness's environment):
 #
 #   test/campaign [--seed N] [--minutes M] [--clients N] [--no-preload]
+#                  [--faults NAME,...]
 #
 # The seed is printed first; the same seed replays the same choices of
 # faults, clients and statements (their timing is the machine's).
@@ -24,7 +25,9 @@
 # stopped (SIGSTOP) for up to 4 s; cancels; the state file unwritable;
 # synchronous replication switched on and off by reload; failover to the
 # standby, synchronous or not, the old primary stopped immediately and a
-# new standby made from the new primary.
+# new standby made from the new primary; the standby's walreceiver stopped,
+# with or without failover, and failover after synchronous replication was
+# switched on while it was stopped.
 #
 # Checks, cumulative over the whole campaign:
 #   - no ID returned twice, except across an asynchronous failover (each
@@ -34,7 +37,9 @@
 #     started is below that statement's IDs (across sessions, restarts and
 #     synchronous failovers);
 #   - after a crash, restart or synchronous failover, every ID of a session
-#     connected after it is above every ID returned before it;
+#     connected after it is above every ID returned before it (after a
+#     failover where synchronous replication was switched on late, every
+#     ID returned since it was in force);
 #   - every ID decodes to a node id in force during its statement, and to a
 #     time no further than flakeid.max_lead ahead of the server's clock at
 #     the statement's end, and (cache = 1) not before its start;
@@ -45,7 +50,7 @@ use strict;
 use warnings;
 
 use DBI;
-use File::Path qw(make_path);
+use File::Path qw(make_path rmtree);
 use FlakeFault;
 use FlakeTest;
 use Getopt::Long;
@@ -61,13 +66,15 @@ my $minutes = 3;
 my $clients = 4;
 my $preload = 1;
 my $round_seconds = 15;
+my $only_faults;
 GetOptions(
 	'seed=i'    => \$seed,
 	'minutes=f' => \$minutes,
 	'clients=i' => \$clients,
 	'round=f'   => \$round_seconds,
+	'faults=s'  => \$only_faults,
 	'preload!'  => \$preload)
-  or die "usage: test/campaign [--seed N] [--minutes M] [--clients N] [--no-preload]\n";
+  or die "usage: test/campaign [--seed N] [--minutes M] [--clients N] [--no-preload] [--faults NAME,...]\n";
 
 my $pg_major = (PostgreSQL::Test::Utils::run_command([ $ENV{PG_CONFIG} // 'pg_config', '--version' ]))[0];
 $pg_major = $1 if $pg_major =~ /PostgreSQL (\d+)/;
@@ -76,12 +83,17 @@ plan skip_all => "PostgreSQL $pg_major generates only when preloaded"
 plan skip_all => 'libfaketime is not installed' unless faketime_library();
 
 srand($seed);
-diag(sprintf('campaign seed %d: %s min, %d clients, %s (replay: test/campaign --seed %d --minutes %s%s)',
+diag(sprintf('campaign seed %d: %s min, %d clients, %s (replay: test/campaign --seed %d --minutes %s%s%s)',
 		$seed, $minutes, $clients, $preload ? 'preloaded' : 'not preloaded',
-		$seed, $minutes, $preload ? '' : ' --no-preload'));
+		$seed, $minutes, $preload ? '' : ' --no-preload',
+		defined $only_faults ? " --faults '$only_faults'" : ''));
 
 my $max_lead_ms = 5000;
-my $work = "$PostgreSQL::Test::Utils::tmp_check/campaign";
+# a directory of its own: a campaign run before in the same tmp_check (the
+# preloaded one before --no-preload) left its clients' files and stop file
+my $work = sprintf('%s/campaign-%s-%d', $PostgreSQL::Test::Utils::tmp_check,
+	$preload ? 'preload' : 'no-preload', $seed);
+rmtree($work);
 make_path($work);
 my $target_file = "$work/target";
 my $stop_file = "$work/stop";
@@ -189,7 +201,8 @@ $primary->safe_psql(
 	CREATE EXTENSION flakeid;
 	CREATE FUNCTION cms(timestamptz) RETURNS bigint LANGUAGE sql STABLE
 		AS 'SELECT floor(extract(epoch FROM $1) * 1000)::bigint';
-	CREATE TABLE camp (id flakeid PRIMARY KEY DEFAULT nextflake(), body text)});
+	CREATE TABLE camp (id flakeid PRIMARY KEY DEFAULT nextflake(), body text);
+	CREATE TABLE filler (g int, pad text)});
 push @node_history, [ time(), 5 ];
 my $epoch_ms = $primary->safe_psql('postgres',
 	q{SELECT cms(flakeid_timestamp('0'::flakeid))});
@@ -438,15 +451,20 @@ sub lease_worker
 	return $pid;
 }
 
+# After a barrier, IDs above every ID returned before it: by statements of
+# the lineage before it, or, with $since, by those that began after $since,
+# and by the driver's calls then (up to $before_max).
 sub barrier
 {
-	my ($kind, $start, $end, $same_lineage) = @_;
+	my ($kind, $start, $end, $same_lineage, $since, $before_max) = @_;
 	push @barriers, {
 		kind => $kind,
 		start => $start,
 		end => $end // time(),
 		lineage_before => $same_lineage ? $lineage : $lineage - 1,
-		lineage_after => $lineage
+		lineage_after => $lineage,
+		since => $since,
+		before_max => $before_max // -1
 	};
 	return;
 }
@@ -475,10 +493,14 @@ sub restart
 	return "$mode$stepped";
 }
 
+# Failover to the standby.  With $since: synchronous replication in force
+# only since then, so only what was returned after it must stay below the
+# promoted standby's IDs.
 sub failover
 {
+	my ($since, $before_max) = @_;
 	my $state = admin($primary, 'SELECT sync_state FROM pg_stat_replication LIMIT 1');
-	my $sync = defined $sync_since && time() - $sync_since > 2
+	my $sync = !defined $since && defined $sync_since && time() - $sync_since > 2
 	  && defined $state && $state eq 'sync';
 	my $start = time();
 	$primary->stop('immediate');
@@ -495,13 +517,22 @@ sub failover
 	my $node = current_node_id($primary);
 	push @node_history, [ $start, $node ] if defined $node;
 	write_target();
-	barrier($sync ? 'synchronous failover' : 'asynchronous failover', $start, time(), $sync);
-	$faults{$sync ? 'failover sync' : 'failover async'}++;
+	if (defined $since)
+	{
+		barrier('failover, synchronous since ' . sprintf('%.3f', $since), $start, time(), 0, $since,
+			$before_max);
+		$faults{'failover sync since a reload'}++;
+	}
+	else
+	{
+		barrier($sync ? 'synchronous failover' : 'asynchronous failover', $start, time(), $sync);
+		$faults{$sync ? 'failover sync' : 'failover async'}++;
+	}
 	make_standby();
 	# the promoted server has the configuration of its base backup
 	$sync_since = (admin($primary, 'SHOW synchronous_standby_names') // '') ne ''
 	  ? time() : undef;
-	return $sync ? 'synchronous' : 'asynchronous';
+	return defined $since ? 'synchronous since the reload' : $sync ? 'synchronous' : 'asynchronous';
 }
 
 # A burst of 4 million IDs (about 1 s of them) by the driver, within 1 s;
@@ -517,6 +548,20 @@ sub driver_burst
 	print $fh "$1 $2 driver\n";
 	close $fh;
 	$faults{'burst while stalled, returned'}++;
+	return 'returned';
+}
+
+# A reservation that puts the IDs about 4 s ahead of the clock (its lease
+# with them), of which only the first ID is returned.
+sub driver_far_burst
+{
+	my $n = min((1 << $node_shift) * ($max_lead_ms - 1000), 2_000_000_000);
+	my ($ret, $out) = $primary->psql('postgres',
+		"SET statement_timeout = '3s'; SELECT nextflakes($n) LIMIT 1", timeout => 30);
+	return 'failed' unless $ret == 0 && $out =~ /^(\d+)$/;
+	open my $fh, '>>', "$work/ids.$lineage.0" or die;
+	print $fh "$1 1 driver\n";
+	close $fh;
 	return 'returned';
 }
 
@@ -632,6 +677,66 @@ my %fault_subs;
 		$stalled = undef;
 		return sprintf('%.1f s', $pause);
 	},
+	# The standby stalled while asynchronous, the IDs put 4 s ahead
+	# meanwhile (their lease reaches only the primary's disk), synchronous
+	# replication switched on by reload, then failover: an ID returned once
+	# the reload is in force (1 s after it) must be under a lease the standby
+	# confirmed, and so below every ID of the promoted standby.
+	'synchronous on while stalled' => sub {
+		return 'no standby' unless $standby;
+		if (defined $sync_since)
+		{
+			$fault_subs{'synchronous off'}->();
+			$faults{'synchronous off'}++;
+			usleep(500_000);
+		}
+		my ($pid) = server_processes($standby, qr/walreceiver/);
+		return 'no walreceiver' unless $pid;
+		kill 'STOP', $pid;
+		$stalled = $pid;
+		# fill the replication connection, so that what follows stays on
+		# the primary (at failover the standby reads what was sent)
+		my $filled = defined admin($primary,
+			"INSERT INTO filler SELECT g, repeat('x', 200) FROM generate_series(1, 300000) g");
+		for (my $i = 0; $filled && $i < 100; $i++)
+		{
+			my $lag = admin($primary,
+				'SELECT pg_current_wal_lsn() - sent_lsn > 8 * 1024 * 1024 FROM pg_stat_replication');
+			last if defined $lag && $lag eq 't';
+			$filled = 0 if $i == 99;
+			usleep(200_000);
+		}
+		admin($primary, 'TRUNCATE filler');
+		my $burst = driver_far_burst();
+		# now and then the lease worker is stopped while the reload happens
+		my $worker = rand() < 0.75 ? lease_worker($primary) : undef;
+		kill 'STOP', $worker if $worker;
+		$fault_subs{'synchronous on'}->() eq 'on' or return 'failed';
+		my $on = time();
+		# the clients soon wait in commits; the driver asks for IDs only
+		my $until = $on + 1.5 + rand(1.5);
+		my ($calls, $returned, $max) = (0, 0, -1);
+		while (time() < $until)
+		{
+			my $tb = time();
+			my ($ret, $out) = $primary->psql('postgres',
+				"SET statement_timeout = '500ms';
+				 SELECT min(x)::bigint || ' ' || max(x)::bigint FROM nextflakes(1000) x",
+				timeout => 10);
+			$calls++ if $tb >= $on + 1;
+			next unless $ret == 0 && $out =~ /^(\d+) (\d+)$/;
+			open my $fh, '>>', "$work/ids.$lineage.0" or die;
+			print $fh "$1 1 driver\n$2 1 driver\n";
+			close $fh;
+			next unless $tb >= $on + 1;
+			$returned++;
+			$max = max($max, $2);
+		}
+		kill 'CONT', $worker if $worker;
+		return sprintf('%sburst %s, %s%d of %d calls after the reload returned, then failover: %s',
+			$filled ? '' : 'connection not filled, ', $burst, $worker ? 'lease worker stopped, ' : '',
+			$returned, $calls, failover($on + 1, $max));
+	},
 	'failover' => sub {
 		return 'no standby' unless $standby;
 		return failover();
@@ -644,8 +749,17 @@ my @menu = (
 	[ 'clock step', 4 ], [ 'node reload', 2 ], [ 'cancel', 2 ],
 	[ 'state file unwritable', 1 ]);
 push @menu, [ 'synchronous on', 3 ], [ 'synchronous off', 1 ], [ 'failover', 1 ],
-  [ 'standby stalled', 3 ]
+  [ 'standby stalled', 3 ], [ 'synchronous on while stalled', 2 ]
   if $preload;
+# --faults: only these (to replay one kind of fault at length)
+if (defined $only_faults)
+{
+	my %want = map { $_ => 1 } split /\s*,\s*/, $only_faults;
+	my @unknown = grep { my $w = $_; !grep { $_->[0] eq $w } @menu } sort keys %want;
+	die 'unknown fault(s): ' . join(', ', @unknown) . '; the faults: '
+	  . join(', ', map { $_->[0] } @menu) . "\n" if @unknown;
+	@menu = grep { $want{ $_->[0] } } @menu;
+}
 
 sub pick_fault
 {
@@ -743,6 +857,12 @@ sub check_all
 		%summary = (%summary, sessions => scalar(keys %sessions),
 			statements => scalar(@stmts), IDs => $ids);
 		$summary{"errors $_"} = $errors{$_} foreach keys %errors;
+		# the checks are worth something only if every client got IDs
+		my %per_client;
+		$per_client{ (split /\./, $_->{sid})[0] }++ foreach @stmts;
+		my @idle = grep { !$per_client{$_} } 1 .. $clients;
+		is(scalar(@idle), 0, "$label: every client's statements returned IDs")
+		  or diag("clients without a statement that returned: @idle");
 	}
 
 	# no ID twice within a lineage: the runs of all clients, sorted
@@ -805,9 +925,10 @@ sub check_all
 	my @barrier_bad;
 	foreach my $b (@barriers)
 	{
-		next unless $b->{lineage_before} == $b->{lineage_after};
-		my $before = max(-1, map { $_->{hi} }
-			grep { $_->{lineage} == $b->{lineage_before} && $sessions{ $_->{sid} }{connected} < $b->{start} && $_->{ta} <= $b->{end} } @stmts);
+		next unless $b->{lineage_before} == $b->{lineage_after} || defined $b->{since};
+		my $before = max($b->{before_max}, map { $_->{hi} }
+			grep { $_->{lineage} == $b->{lineage_before} && $sessions{ $_->{sid} }{connected} < $b->{start} && $_->{ta} <= $b->{end}
+				  && (!defined $b->{since} || $_->{tb} >= $b->{since}) } @stmts);
 		my @after = grep { $_->{lineage} == $b->{lineage_after} && $sessions{ $_->{sid} }{connected} > $b->{end} } @stmts;
 		my $lowest = min(map { $_->{lo} } @after);
 		push @barrier_bad, "$b->{kind} at $b->{start}: $lowest not above $before"
@@ -884,9 +1005,24 @@ while (time() < $campaign_end)
 
 open my $stop, '>', $stop_file or die;
 close $stop;
+# a client whose statement never ends fails the campaign instead of
+# holding it: 60 s for all of them, then the rest are killed
+my $clients_deadline = time() + 60;
 foreach my $pid (@children)
 {
-	waitpid($pid, 0);
+	while (waitpid($pid, POSIX::WNOHANG) == 0)
+	{
+		if (time() > $clients_deadline)
+		{
+			diag("client $pid still waits for a statement 60 s after the end; its server's sessions:\n"
+				  . (admin($primary, q{SELECT pid, state, wait_event_type, wait_event, now() - query_start, left(query, 60)
+					FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()}, 10) // '(none)'));
+			kill 'KILL', $pid;
+			waitpid($pid, 0);
+			last;
+		}
+		usleep(100_000);
+	}
 	is($?, 0, "client $pid ended cleanly");
 }
 check_all('campaign', 1);

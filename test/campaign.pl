@@ -40,7 +40,9 @@
 #     connected after it is above every ID returned before it (after a
 #     failover where synchronous replication was switched on late, every
 #     ID returned since it was in force);
-#   - every ID decodes to a node id in force during its statement, and to a
+#   - every ID decodes to a node id the generator had during its statement
+#     (after a reload, the old one until flakeid_status() shows the new
+#     one adopted), and to a
 #     time no further than flakeid.max_lead ahead of the server's clock at
 #     the statement's end, and (cache = 1) not before its start;
 #   - every error has a documented SQLSTATE;
@@ -612,8 +614,20 @@ my %fault_subs;
 		defined admin($primary, "ALTER SYSTEM SET flakeid.node_id = $new")
 		  && defined admin($primary, 'SELECT pg_reload_conf()')
 		  or return 'failed';
-		push @node_history, [ $at, $new ];
-		return "node $new";
+		# the lease worker adopts it for the generator when it gets to the
+		# reload (later while it waits for the clock, say): until then the
+		# old node id is in force too
+		my $adopted;
+		for (my $i = 0; $i < 200 && !defined $adopted; $i++)
+		{
+			my $now = admin($primary, 'SELECT node_id FROM flakeid_status()', 5);
+			$adopted = time() if defined $now && $now eq $new;
+			usleep(100_000) unless defined $adopted;
+		}
+		push @node_history, [ $at, $new, $adopted // time() ];
+		return defined $adopted
+		  ? sprintf('node %d, adopted in %.1f s', $new, $adopted - $at)
+		  : "node $new, not adopted within 20 s";
 	},
 	'cancel' => sub {
 		my $n = 0;
@@ -800,11 +814,17 @@ sub node_ids_during
 {
 	my ($from, $to) = @_;
 	my %ids;
-	my $before;
+	my ($before, $prev);
 	foreach my $h (@node_history)
 	{
-		if ($h->[0] <= $from) { $before = $h->[1] }
+		if ($h->[0] <= $from)
+		{
+			$before = $h->[1];
+			# the node id before a reload, until the generator adopted it
+			$ids{$prev} = 1 if defined $prev && defined $h->[2] && $h->[2] > $from;
+		}
 		elsif ($h->[0] <= $to) { $ids{ $h->[1] } = 1 }
+		$prev = $h->[1];
 	}
 	$ids{$before} = 1 if defined $before;
 	return \%ids;

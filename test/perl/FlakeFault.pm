@@ -166,57 +166,26 @@ epoll_pwait(int fd, struct epoll_event *ev, int n, int t, const sigset_t *m)
  * library's lock of open files, and the backend hangs for ever.  Clock
  * reads go on to libfaketime with every signal blocked.
  */
-typedef int (*clock_gettime_f) (clockid_t, struct timespec *);
-typedef int (*gettimeofday_f) (struct timeval *, void *);
-typedef time_t (*time_f) (time_t *);
-
-int
-clock_gettime(clockid_t id, struct timespec *ts)
-{
-	static clock_gettime_f next;
-	sigset_t	all, old;
-	int			r;
-
-	if (next == NULL)
-		next = (clock_gettime_f) dlsym(RTLD_NEXT, "clock_gettime");
-	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &old);
-	r = next(id, ts);
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	return r;
+#define CLOCK_READ(type, name, params, args) \
+type \
+name params \
+{ \
+	static type (*next) params; \
+	sigset_t	all, old; \
+	type		r; \
+\
+	if (next == NULL) \
+		next = (type (*) params) dlsym(RTLD_NEXT, #name); \
+	sigfillset(&all); \
+	sigprocmask(SIG_BLOCK, &all, &old); \
+	r = next args; \
+	sigprocmask(SIG_SETMASK, &old, NULL); \
+	return r; \
 }
 
-int
-gettimeofday(struct timeval *restrict tv, void *restrict tz)
-{
-	static gettimeofday_f next;
-	sigset_t	all, old;
-	int			r;
-
-	if (next == NULL)
-		next = (gettimeofday_f) dlsym(RTLD_NEXT, "gettimeofday");
-	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &old);
-	r = next(tv, tz);
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	return r;
-}
-
-time_t
-time(time_t *t)
-{
-	static time_f next;
-	sigset_t	all, old;
-	time_t		r;
-
-	if (next == NULL)
-		next = (time_f) dlsym(RTLD_NEXT, "time");
-	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &old);
-	r = next(t);
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	return r;
-}
+CLOCK_READ(int, clock_gettime, (clockid_t id, struct timespec *ts), (id, ts))
+CLOCK_READ(int, gettimeofday, (struct timeval *restrict tv, void *restrict tz), (tv, tz))
+CLOCK_READ(time_t, time, (time_t *t), (t))
 EOC
 
 # A preload library that makes fork() fail with EAGAIN, as at the process

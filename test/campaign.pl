@@ -15,8 +15,10 @@
 # bursts of nextflakes() up to 4 million (their range counts as issued),
 # prepared and not, cursors fetched in parts, INSERT ... RETURNING into a
 # table whose key defaults to nextflake(); sessions with flakeid.cache =
-# 64, with statement_timeout.  Each statement's rows carry the server's
-# clock before and after.  Each client writes what its statements returned
+# 64, with statement_timeout; and guests' sessions, of a role without
+# superuser that brings flakeid settings of its own as connection options
+# (a node id, an epoch, node bits, a bad epoch) and calls flakeid_status()
+# too.  Each statement's rows carry the server's clock before and after.  Each client writes what its statements returned
 # (runs of consecutive IDs, per lineage) and what they failed with.
 #
 # Faults: kill -9 of a backend, of the lease worker, of the postmaster;
@@ -45,7 +47,11 @@
 #     one adopted), and to a
 #     time no further than flakeid.max_lead ahead of the server's clock at
 #     the statement's end, and (cache = 1) not before its start;
-#   - every error has a documented SQLSTATE;
+#   - every error has a documented SQLSTATE (a guest's own calls may
+#     also fail for its settings: 22023, 55P02);
+#   - no guest reads flakeid_status();
+#   - at the end of each round, a session with the server's settings
+#     generates (or waits for a clock that was set back);
 #   - the servers' logs show no crash other than the injected kills.
 
 use strict;
@@ -204,7 +210,12 @@ $primary->safe_psql(
 	CREATE FUNCTION cms(timestamptz) RETURNS bigint LANGUAGE sql STABLE
 		AS 'SELECT floor(extract(epoch FROM $1) * 1000)::bigint';
 	CREATE TABLE camp (id flakeid PRIMARY KEY DEFAULT nextflake(), body text);
-	CREATE TABLE filler (g int, pad text)});
+	CREATE TABLE filler (g int, pad text);
+	CREATE ROLE camp_guest LOGIN;
+	GRANT SELECT, INSERT ON camp TO camp_guest;
+	-- as an install of 1.0 or 1.1 leaves it: the function must refuse
+	-- by itself
+	GRANT EXECUTE ON FUNCTION flakeid_status() TO camp_guest});
 push @node_history, [ time(), 5 ];
 my $epoch_ms = $primary->safe_psql('postgres',
 	q{SELECT cms(flakeid_timestamp('0'::flakeid))});
@@ -236,6 +247,14 @@ sub runs_of
 	return @runs;
 }
 
+# A guest's connection options: the server's settings of the generator
+# (refused at the door when the library is loaded; otherwise they must
+# fail the guest's own calls at most, never generation for others), or
+# none.
+my @guest_options = (
+	'-c flakeid.node_id=7', '-c flakeid.epoch=2024-01-01',
+	'-c flakeid.node_bits=16', '-c flakeid.epoch=garbage', '');
+
 sub client_main
 {
 	my ($client, $client_seed) = @_;
@@ -244,6 +263,7 @@ sub client_main
 	my %idfh;
 	my $session = 0;
 	my $connect_failures = 0;
+	my $guests_refused = 0;
 
 	while (!-e $stop_file)
 	{
@@ -252,26 +272,38 @@ sub client_main
 		my $target = <$tf>;
 		close $tf;
 		my ($host, $port, $lin) = split ' ', $target;
+		# one session in 8 is a guest's: a role without superuser that
+		# brings flakeid settings of its own as connection options
+		my $guest = rand() < 0.125 ? $guest_options[ int(rand(@guest_options)) ] : undef;
+		local $ENV{PGOPTIONS} = $guest // '';
 		my $dbh = DBI->connect(
 			"dbi:Pg:dbname=postgres;host=$host;port=$port;application_name=campaign",
-			'', '', { AutoCommit => 1, RaiseError => 0, PrintError => 0 });
+			defined $guest ? 'camp_guest' : '', '',
+			{ AutoCommit => 1, RaiseError => 0, PrintError => 0 });
 		unless ($dbh)
 		{
-			$connect_failures++;
+			# a setting that the server's configuration fixes refuses the
+			# guest at the door
+			if (defined $guest && ($DBI::errstr // '') =~ /parameter "flakeid\.\w+" cannot be changed/)
+			{
+				$guests_refused++;
+			}
+			else { $connect_failures++ }
 			usleep(20_000 + int(rand(50_000)));
 			next;
 		}
 		my $connected = time();
 		$session++;
 		my $sid = "$client.$session";
-		my $cache = rand() < 0.3 ? 64 : 1;
+		my $cache = !defined $guest && rand() < 0.3 ? 64 : 1;
 		my $timeout = rand() < 0.3 ? 100 + int(rand(2000)) : 0;
 		$dbh->do("SET flakeid.cache = $cache") if $cache > 1;
 		$dbh->do("SET statement_timeout = $timeout") if $timeout;
-		printf $log "C %s %d %d %d %.6f\n", $sid, $lin, $cache, $timeout, $connected;
+		printf $log "C %s %d %d %d %.6f %d\n", $sid, $lin, $cache, $timeout, $connected,
+		  defined $guest ? 1 : 0;
 		my $last = -1;
 		my $prepared;
-		my $statements = 1 + int(rand(300));
+		my $statements = 1 + int(rand(defined $guest ? 20 : 300));
 		open $idfh{$lin}, '>>', "$work/ids.$lin.$client" or die
 		  unless $idfh{$lin};
 		my $ids_out = $idfh{$lin};
@@ -284,7 +316,18 @@ sub client_main
 			  : 500 + int(rand(19500));
 			my ($kind, $rows, $err, $state, $burst);
 			my $tb = time();
-			if ($r < 0.003)
+			if (defined $guest && $r < 0.2)
+			{
+				# flakeid_status() is pg_monitor's only
+				$kind = 'status';
+				my $seen = $dbh->selectall_arrayref('SELECT last_id FROM flakeid_status()');
+				printf $log "V %s flakeid_status() answered a role without pg_monitor\n", $sid
+				  if $seen;
+				my $refused = !$seen && ($dbh->state // '') eq '42501';
+				printf $log "P %s\n", $sid if $refused;
+				next if $seen || $refused;
+			}
+			elsif ($r < 0.003)
 			{
 				# a burst of up to 1 s of IDs: its reservation is recorded
 				# as the range from its first to its last ID, which no
@@ -414,7 +457,7 @@ sub client_main
 		undef $prepared;
 		$dbh->disconnect;
 	}
-	printf $log "F %d\n", $connect_failures;
+	printf $log "F %d %d\n", $connect_failures, $guests_refused;
 	close $log;
 	close $_ foreach values %idfh;
 	# no END block of the harness in a client: they are the parent's
@@ -792,6 +835,7 @@ sub pick_fault
 my %allowed_states = map { $_ => 1 } qw(
   55000 58000 53400 42501 53100 58030 57014 57P01 57P02 57P03 25006
 );
+my %guest_states = map { $_ => 1 } qw(22023 55P02);
 
 sub read_lines
 {
@@ -835,7 +879,7 @@ my %summary;
 sub check_all
 {
 	my ($label, $final) = @_;
-	my (@stmts, %sessions, %errors, @bad_errors, $fails);
+	my (@stmts, %sessions, %errors, @bad_errors, @violations, $fails);
 	foreach my $c (1 .. $clients)
 	{
 		foreach (read_lines("$work/client$c.log"))
@@ -843,7 +887,16 @@ sub check_all
 			my @f = split / /;
 			if ($f[0] eq 'C')
 			{
-				$sessions{ $f[1] } = { lineage => $f[2], cache => $f[3], connected => $f[5] };
+				$sessions{ $f[1] } = { lineage => $f[2], cache => $f[3], connected => $f[5],
+					guest => $f[6] };
+			}
+			elsif ($f[0] eq 'V')
+			{
+				push @violations, join(' ', @f[ 1 .. $#f ]);
+			}
+			elsif ($f[0] eq 'P')
+			{
+				$summary{"guests' flakeid_status() refused"}++ if $final;
 			}
 			elsif ($f[0] eq 'S')
 			{
@@ -860,11 +913,15 @@ sub check_all
 				$state = 'connection' if $state =~ /^(08|S8)/ || $msg =~
 				  /server closed the connection|terminating connection|no connection to the server|could not receive data|SSL SYSCALL|connection to server/;
 				$errors{$state}++;
-				push @bad_errors, "$f[1] $f[3]: $state $msg" unless $allowed_states{$state} || $state eq 'connection';
+				# a guest's own view of the settings may fail its own calls
+				push @bad_errors, "$f[1] $f[3]: $state $msg"
+				  unless $allowed_states{$state} || $state eq 'connection'
+				  || ($sessions{ $f[1] }{guest} && $guest_states{$state});
 			}
 			elsif ($f[0] eq 'F')
 			{
 				$summary{'connection attempts refused'} += $f[1] if $final;
+				$summary{'guests refused at the door'} += $f[2] if $final;
 			}
 		}
 	}
@@ -875,6 +932,7 @@ sub check_all
 	if ($final)
 	{
 		%summary = (%summary, sessions => scalar(keys %sessions),
+			"guests' sessions" => scalar(grep { $_->{guest} } values %sessions),
 			statements => scalar(@stmts), IDs => $ids);
 		$summary{"errors $_"} = $errors{$_} foreach keys %errors;
 		# the checks are worth something only if every client got IDs
@@ -983,6 +1041,8 @@ sub check_all
 
 	is(scalar(@bad_errors), 0, "$label: every error has a documented SQLSTATE")
 	  or diag(join("\n", @bad_errors[0 .. min(9, $#bad_errors)]));
+	is(scalar(@violations), 0, "$label: no role without pg_monitor reads flakeid_status()")
+	  or diag(join("\n", @violations[0 .. min(4, $#violations)]));
 
 	# the servers' logs: no crash but the injected kills
 	my @crashes;
@@ -999,6 +1059,32 @@ sub check_all
 
 # ---------------------------------------------------------------------
 # Rounds
+
+# Whether a session with the server's own settings generates within 45 s
+# (what the faults hold up ends sooner), or only waits for a clock that
+# was set back (58000); otherwise why not.
+sub generation_fails
+{
+	my ($node) = @_;
+	my $deadline = time() + 45;
+	my ($state, $err) = ('', 'no connection');
+	while (time() < $deadline)
+	{
+		my $dbh = DBI->connect(
+			sprintf('dbi:Pg:dbname=postgres;host=%s;port=%d', $node->host, $node->port),
+			'', '', { AutoCommit => 1, RaiseError => 0, PrintError => 0 });
+		if ($dbh)
+		{
+			$dbh->do("SET statement_timeout = '10s'");
+			my $got = $dbh->selectrow_array('SELECT nextflake()');
+			($state, $err) = ($dbh->state // '', $dbh->errstr // '') unless defined $got;
+			$dbh->disconnect;
+			return undef if defined $got;
+		}
+		usleep(500_000);
+	}
+	return $state eq '58000' ? undef : "nextflake() failed for 45 s: $state $err";
+}
 
 my $campaign_end = time() + $minutes * 60;
 my $round = 0;
@@ -1020,6 +1106,9 @@ while (time() < $campaign_end)
 	usleep(max(0, $round_end - time()) * 1e6);
 	# the primary serves again before the round's check
 	wait_up($primary, 60) or BAIL_OUT("round $round: the primary stays down");
+	my $why_not = generation_fails($primary);
+	ok(!defined $why_not, "round $round: a session with the server's settings generates")
+	  or diag($why_not);
 	check_all("round $round (" . join('; ', @done) . ')', 0);
 }
 

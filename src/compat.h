@@ -38,6 +38,16 @@
 #define FLAKE_HAVE_DSM_REGISTRY 1
 #endif
 
+/*
+ * A parameter that may be set in parallel mode, where PostgreSQL knows the
+ * flag (17, and the minor releases of older versions from 2025 on).
+ */
+#ifdef GUC_ALLOW_IN_PARALLEL
+#define FLAKE_GUC_ALLOW_IN_PARALLEL GUC_ALLOW_IN_PARALLEL
+#else
+#define FLAKE_GUC_ALLOW_IN_PARALLEL 0
+#endif
+
 /* This process's slot among the PGPROCs. */
 #if PG_VERSION_NUM >= 170000
 #define FlakeMyProcNumber()		MyProcNumber

@@ -18,10 +18,21 @@
  * (FlakeSettingsFromConfig()), so that the session neither sets the
  * generator up nor generates with that view.
  *
+ * A parallel worker loads the library with the server's configuration,
+ * and only then takes its leader's settings, which PostgreSQL first resets
+ * to their defaults: what a worker's parameters say when the library
+ * loads is not its leader's view, and what they say later may be the
+ * defaults.  So a parallel worker never sets the generator up
+ * (FlakeMaySetUp()), and learns whether its leader's settings are the
+ * configuration's from flakeid.foreign_setting, an internal parameter that
+ * the leader sets when the library loads and that PostgreSQL passes to its
+ * workers with the rest of its settings.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/parallel.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
 
@@ -60,6 +71,16 @@ static char *epoch_guc = NULL;
  */
 static const char *foreign_setting = NULL;
 static GucSource foreign_source = PGC_S_DEFAULT;
+
+/*
+ * flakeid.foreign_setting: empty, or where from and which parameter, as
+ * "client flakeid.node_id" or "role flakeid.epoch".  Set by a session when
+ * the library loads; a parallel worker has its leader's.
+ */
+static char *foreign_setting_guc = NULL;
+
+#define FOREIGN_FROM_CLIENT		"client"
+#define FOREIGN_FROM_ROLE		"role"
 
 /* The parameters that only the server's configuration may set. */
 static const char *const config_only_settings[] = {
@@ -210,32 +231,106 @@ NoteForeignSettings(void)
 }
 
 /*
+ * The foreign setting of this session, or of a parallel worker's leader:
+ * false when there is none, else true with the parameter's name and
+ * whether it came from the connection's options.
+ */
+static bool
+ForeignSetting(const char **name, bool *from_client)
+{
+	const char *value = foreign_setting_guc;
+	const char *space;
+
+	if (foreign_setting != NULL)
+	{
+		*name = foreign_setting;
+		*from_client = (foreign_source == PGC_S_CLIENT);
+		return true;
+	}
+	if (!IsParallelWorker() || value == NULL || value[0] == '\0')
+		return false;
+	space = strchr(value, ' ');
+	*name = space ? space + 1 : value;
+	*from_client = strncmp(value, FOREIGN_FROM_CLIENT " ",
+						   strlen(FOREIGN_FROM_CLIENT) + 1) == 0;
+	return true;
+}
+
+/*
  * Whether this process's settings are the server's configuration: false in
  * a session that was given a configuration-only setting from elsewhere
- * before the library was loaded.
+ * before the library was loaded, and in its parallel workers.
  */
 bool
 FlakeSettingsFromConfig(void)
 {
-	return foreign_setting == NULL;
+	const char *name;
+	bool		from_client;
+
+	return !ForeignSetting(&name, &from_client);
 }
 
-/* Such a session does not generate IDs: say why. */
+/*
+ * Whether this process may set the generator up from its own settings:
+ * they are the configuration's, and it is not a parallel worker, whose
+ * settings are reset to their defaults before its leader's arrive.
+ */
+bool
+FlakeMaySetUp(void)
+{
+	return !IsParallelWorker() && FlakeSettingsFromConfig();
+}
+
+/* Such a session, or its parallel worker, does not generate IDs: say why. */
 void
 FlakeReportForeignSetting(void)
 {
-	const char *where = foreign_source == PGC_S_CLIENT ?
-	"the connection's options" : "the role's or the database's settings";
+	const char *name = NULL;
+	bool		from_client = false;
+	const char *where;
 
+	(void) ForeignSetting(&name, &from_client);
+	where = from_client ?
+		"the connection's options" : "the role's or the database's settings";
 	ereport(ERROR,
 			(errcode(ERRCODE_CANT_CHANGE_RUNTIME_PARAM),
 			 errmsg("parameter \"%s\" of this session was set outside the server's configuration",
-					foreign_setting),
+					name),
 			 errdetail("This session's value came from %s. Only the server's configuration sets it, "
 					   "so this session does not know the server's value and does not generate IDs.",
 					   where),
 			 errhint("Remove \"%s\" from %s, and connect again.",
-					 foreign_setting, where)));
+					 name, where)));
+}
+
+/*
+ * Define flakeid.foreign_setting and, in a session (not a parallel worker,
+ * which takes its leader's), give it this session's foreign setting, or
+ * none.  The override keeps out a value given from elsewhere; no session
+ * can SET it after the start.
+ */
+static void
+DefineForeignSetting(void)
+{
+	char	   *value;
+
+	DefineCustomStringVariable("flakeid.foreign_setting",
+							   "Internal: a configuration-only flakeid parameter that this session was given from elsewhere.",
+							   "Passed to the session's parallel workers, which then refuse to generate as the session does.",
+							   &foreign_setting_guc,
+							   "",
+							   PGC_SU_BACKEND,
+							   GUC_NO_SHOW_ALL | GUC_NO_RESET_ALL | GUC_NOT_IN_SAMPLE |
+							   GUC_DISALLOW_IN_FILE | GUC_DISALLOW_IN_AUTO_FILE |
+							   FLAKE_GUC_ALLOW_IN_PARALLEL,
+							   NULL, NULL, NULL);
+	if (IsParallelWorker() || FlakePreloaded())
+		return;
+	value = foreign_setting == NULL ? "" :
+		psprintf("%s %s", foreign_source == PGC_S_CLIENT ?
+				 FOREIGN_FROM_CLIENT : FOREIGN_FROM_ROLE, foreign_setting);
+	SetConfigOption("flakeid.foreign_setting", value, PGC_SU_BACKEND,
+					PGC_S_OVERRIDE);
 }
 
 /*
@@ -356,6 +451,7 @@ FlakeDefineGucs(void)
 							0,
 							NULL, NULL, NULL);
 
+	DefineForeignSetting();
 	MarkGUCPrefixReserved("flakeid");
 }
 

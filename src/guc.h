@@ -22,6 +22,7 @@ extern void FlakeDefineGucs(void);
 extern bool FlakeConfiguredLayout(FlakeLayout *layout, const char **bad_setting);
 extern void FlakeReportInvalidLayout(const char *bad_setting);
 extern bool FlakeSettingsFromConfig(void);
+extern bool FlakeMaySetUp(void);
 extern void FlakeReportForeignSetting(void);
 
 #endif							/* FLAKEID_GUC_H */

@@ -14,11 +14,11 @@
  * The generator takes its node id and layout from the server's
  * configuration only.  Preloaded, the postmaster sets it up.  Without
  * preloading, the segment is set up by the first process that attaches to
- * it and whose settings are the configuration's (see
- * FlakeSettingsFromConfig()): never by a session whose settings came from
- * its connection options or its role's or database's settings.  Until
- * then its status is FLAKE_GEN_NOT_SET_UP, and such a session asks the
- * lease worker, whose settings are the postmaster's, to set it up.
+ * it and whose settings are the configuration's (see FlakeMaySetUp()):
+ * never by a session whose settings came from its connection options or
+ * its role's or database's settings, and never by a parallel worker.
+ * Until then its status is FLAKE_GEN_NOT_SET_UP, and such a process asks
+ * the lease worker, whose settings are the postmaster's, to set it up.
  *
  * Whatever changes the generator's status, node id, layout or floor holds
  * the lock and ends with FlakePublish(), which gives the word a new
@@ -240,7 +240,7 @@ FlakeInitShared(void *ptr)
 	for (int i = 0; i < s->nslots; i++)
 		pg_atomic_init_u64(&s->slots[i].issued, 0);
 
-	if (FlakeSettingsFromConfig())
+	if (FlakeMaySetUp())
 		FlakeLoadSettings(s);
 	FlakePublish(s);
 }
@@ -248,7 +248,7 @@ FlakeInitShared(void *ptr)
 /*
  * Set the generator up from this process's settings unless it is set up
  * already.  Only a process whose settings are the configuration's may call
- * it: the lease worker, or a session for which FlakeSettingsFromConfig().
+ * it: the lease worker, or a session for which FlakeMaySetUp().
  */
 void
 FlakeSetUp(FlakeShared *s)

@@ -257,15 +257,15 @@ FlakeWakeWorker(FlakeShared *s)
 
 /*
  * Make sure the generator is set up before it is used: by this process if
- * its settings are the configuration's, else by the lease worker, which
- * this call starts if need be and waits for, at most FLAKE_WORKER_WAIT_MS.
+ * it may (FlakeMaySetUp()), else by the lease worker, which this call
+ * starts if need be and waits for, at most FLAKE_WORKER_WAIT_MS.
  */
 void
 FlakeEnsureSetUp(FlakeShared *s)
 {
 	instr_time	start;
 
-	if (FlakeSettingsFromConfig())
+	if (FlakeMaySetUp())
 	{
 		FlakeSetUp(s);
 		return;
@@ -281,8 +281,8 @@ FlakeEnsureSetUp(FlakeShared *s)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("timed out waiting for the flakeid lease worker to set up the generator"),
-					 errdetail("This session's flakeid settings did not all come from the server's configuration, "
-							   "so the lease worker sets the generator up from the configuration."),
+					 errdetail("The lease worker sets the generator up from the server's configuration for a parallel worker, "
+							   "and for a session whose flakeid settings did not all come from the configuration."),
 					 errhint("Check the server log, and that max_worker_processes leaves room for the flakeid lease worker.")));
 		FlakeWakeWorker(s);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,

@@ -1,8 +1,6 @@
-// Package events is flakeid through Go's pgx (v4) and lib/pq, as README.md's
-// "With ORMs" shows it: the database makes each key with DEFAULT
-// nextflake(), the application gets it back as an int64 from RETURNING, and
-// decodes it in SQL.  The README shows RegisterFlakeid, Connect, Decode
-// and InsertPQ.
+// Package events is flakeid through Go's pgx (v4) and lib/pq: the database
+// makes each key with DEFAULT nextflake(), the application gets it back as
+// an int64 from RETURNING, and decodes it in SQL.
 //
 //	CREATE TABLE events (id flakeid PRIMARY KEY DEFAULT nextflake(), body text NOT NULL);
 package events

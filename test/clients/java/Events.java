@@ -1,7 +1,6 @@
-// flakeid through JDBC (pgJDBC), as README.md's "With ORMs" shows it: the
-// database makes each key with DEFAULT nextflake(), the application gets it
-// back as a long from getGeneratedKeys(), and decodes it in SQL.  The
-// README shows this class's two methods and its record.
+// flakeid through JDBC (pgJDBC): the database makes each key with DEFAULT
+// nextflake(), the application gets it back as a long from
+// getGeneratedKeys(), and decodes it in SQL.
 //
 //   CREATE TABLE events (id flakeid PRIMARY KEY DEFAULT nextflake(), body text NOT NULL);
 

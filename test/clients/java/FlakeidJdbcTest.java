@@ -2,8 +2,8 @@
 // written exactly as longs, in the text and in the binary protocol, one by
 // one and in batches; getGeneratedKeys() and RETURNING give the keys of a
 // multi-row insert in the order of the rows; decoded timestamps are
-// OffsetDateTimes to the millisecond that the ID's bits say.  The code of
-// README.md's snippet is Events.java.  It connects over TCP to 127.0.0.1 at
+// OffsetDateTimes to the millisecond that the ID's bits say.  docs/clients.md
+// shows Events.java.  It connects over TCP to 127.0.0.1 at
 // PGPORT as the application's role (FLAKE_APP_USER, no superuser, with the
 // password FLAKE_APP_PASSWORD) to its database flakeid_jdbc.
 //
@@ -185,6 +185,11 @@ public final class FlakeidJdbcTest {
                     // a String parameter is a varchar: setObject(..., Types.OTHER) passes text
                     q.setString(1, Long.toString(ABOVE_2_53));
                     expectSqlState("42804", q::executeUpdate, p + ": setString");
+                }
+                // and in a comparison no operator takes a flakeid and a varchar
+                try (PreparedStatement q = conn.prepareStatement("SELECT count(*) FROM exact WHERE id = ?")) {
+                    q.setString(1, Long.toString(ABOVE_2_53));
+                    expectSqlState("42883", q::executeQuery, p + ": setString in WHERE id = ?");
                 }
             }
         }

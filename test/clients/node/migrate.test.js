@@ -1,6 +1,6 @@
 'use strict';
-// flakeid in node-pg-migrate migrations, as README.md's "In migrations"
-// shows it: the CLI, run as the application's role (FLAKE_APP_USER, no
+// flakeid in node-pg-migrate migrations, as docs/clients.md shows
+// it: the CLI, run as the application's role (FLAKE_APP_USER, no
 // superuser) that owns its database flakeid_pgmigrate, applies
 // migrations/1700000000000_events.js (the extension and a table with
 // DEFAULT nextflake()), reverts it and applies it again; rows inserted in

@@ -1,13 +1,14 @@
 'use strict';
-// flakeid through Sequelize 6, as README.md's "With ORMs" shows it: a model
-// attribute of type 'FLAKEID' (Sequelize passes an unknown type name
-// through to SQL) and one of type BIGINT, both with DEFAULT nextflake(),
-// made by sync().  It connects as the application's role (FLAKE_APP_USER, no
+// flakeid through Sequelize 6, as docs/clients.md shows it: the models of
+// sequelize-models.js, a model attribute of type 'FLAKEID' (Sequelize
+// passes an unknown type name through to SQL) and one of type BIGINT, both
+// with DEFAULT nextflake(), made by sync().  It connects as the application's role (FLAKE_APP_USER, no
 // superuser) to its database flakeid_sequelize, through PGHOST and PGPORT.
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { Sequelize, DataTypes } = require('sequelize');
+const { defineModels, createTables } = require('./sequelize-models');
 
 const SERVER_NODE_ID = 42; // test/flakeid.conf
 
@@ -18,16 +19,7 @@ const sequelize = new Sequelize('flakeid_sequelize', process.env.FLAKE_APP_USER,
   logging: false,
 });
 
-// README: the two models
-const Event = sequelize.define('Event', {
-  id: { type: 'FLAKEID', primaryKey: true, defaultValue: sequelize.fn('nextflake') },
-  body: DataTypes.TEXT,
-}, { tableName: 'events', timestamps: false });
-
-const Order = sequelize.define('Order', {
-  id: { type: DataTypes.BIGINT, primaryKey: true, defaultValue: sequelize.fn('nextflake') },
-  item: DataTypes.TEXT,
-}, { tableName: 'orders', timestamps: false });
+const { Event, Order } = defineModels(sequelize);
 
 async function columnTypes(table) {
   const [rows] = await sequelize.query(
@@ -38,9 +30,7 @@ async function columnTypes(table) {
 }
 
 before(async () => {
-  // README: the extension first (in a migration), then sync()
-  await sequelize.query('CREATE EXTENSION IF NOT EXISTS flakeid');
-  await sequelize.sync();
+  await createTables(sequelize);
 });
 
 after(async () => {

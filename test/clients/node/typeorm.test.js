@@ -1,84 +1,45 @@
 'use strict';
-// flakeid through TypeORM 0.3, as README.md's "With ORMs" shows it: TypeORM
-// refuses a column of type flakeid, so an entity declares the key as
-// bigint, over a bigint column with DEFAULT nextflake() that synchronize
-// makes, or over a flakeid column that a migration makes and synchronize
-// must leave alone.  The decorators are applied by hand, as the TypeScript
-// compiler does.  It connects as the application's role (FLAKE_APP_USER, no
-// superuser) to its database flakeid_typeorm, through PGHOST and PGPORT.
+// flakeid through TypeORM 0.3, as docs/clients.md shows it: the entities
+// of typeorm-entities.js, whose keys are declared bigint (TypeORM refuses a
+// column of type flakeid), over a bigint column with DEFAULT nextflake()
+// that synchronize makes, and over a flakeid column that a migration makes
+// and synchronize must leave alone.  It connects as the application's role
+// (FLAKE_APP_USER, no superuser) to its database flakeid_typeorm, through
+// PGHOST and PGPORT.
 
-require('reflect-metadata');
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { DataSource, Entity, PrimaryColumn, Column } = require('typeorm');
+const { DataSource, EntitySchema } = require('typeorm');
+const { Event, Order, dataSourceOptions } = require('./typeorm-entities');
 
 const SERVER_NODE_ID = 42; // test/flakeid.conf
 
-// README: the migration that makes the flakeid table
-class CreateEvents1700000000000 {
-  async up(queryRunner) {
-    await queryRunner.query('CREATE EXTENSION IF NOT EXISTS flakeid');
-    await queryRunner.query(
-      'CREATE TABLE events (id flakeid PRIMARY KEY DEFAULT nextflake(), body text NOT NULL)');
-  }
-
-  async down(queryRunner) {
-    await queryRunner.query('DROP TABLE events');
-  }
-}
-
-// README: @Entity({ name: 'events', synchronize: false })
-//         class Event {
-//           @PrimaryColumn({ type: 'bigint', default: () => 'nextflake()' }) id: string;
-//           @Column('text') body: string;
-//         }
-class Event {}
-PrimaryColumn({ type: 'bigint', default: () => 'nextflake()' })(Event.prototype, 'id');
-Column('text')(Event.prototype, 'body');
-Entity({ name: 'events', synchronize: false })(Event);
-
-// README: @Entity('orders')
-//         class Order {
-//           @PrimaryColumn({ type: 'bigint', default: () => 'nextflake()' }) id: string;
-//           @Column('text') item: string;
-//         }
-class Order {}
-PrimaryColumn({ type: 'bigint', default: () => 'nextflake()' })(Order.prototype, 'id');
-Column('text')(Order.prototype, 'item');
-Entity('orders')(Order);
-
 // The flakeid table without synchronize: false, to show what synchronize
 // would do to it.
-class SyncedEvent {}
-PrimaryColumn({ type: 'bigint', default: () => 'nextflake()' })(SyncedEvent.prototype, 'id');
-Column('text')(SyncedEvent.prototype, 'body');
-Entity('events')(SyncedEvent);
+const SyncedEvent = new EntitySchema({ ...Event.options, synchronize: true });
 
 // A column declared as type flakeid.
-class FlakeidTyped {}
-PrimaryColumn({ type: 'flakeid', default: () => 'nextflake()' })(FlakeidTyped.prototype, 'id');
-Entity('flakeid_typed')(FlakeidTyped);
+const FlakeidTyped = new EntitySchema({
+  name: 'FlakeidTyped',
+  tableName: 'flakeid_typed',
+  columns: { id: { type: 'flakeid', primary: true, default: () => 'nextflake()' } },
+});
+
+const connection = {
+  host: process.env.PGHOST,
+  port: Number(process.env.PGPORT),
+  username: process.env.FLAKE_APP_USER,
+  database: 'flakeid_typeorm',
+};
 
 function options(entities) {
-  return {
-    type: 'postgres',
-    host: process.env.PGHOST,
-    port: Number(process.env.PGPORT),
-    username: process.env.FLAKE_APP_USER,
-    database: 'flakeid_typeorm',
-    entities,
-  };
+  return { type: 'postgres', ...connection, entities };
 }
 
 let dataSource;
 
 before(async () => {
-  dataSource = new DataSource({
-    ...options([Event, Order]),
-    migrations: [CreateEvents1700000000000],
-    migrationsRun: true, // before synchronize, which needs nextflake()
-    synchronize: true,
-  });
+  dataSource = new DataSource(dataSourceOptions(connection));
   await dataSource.initialize();
 });
 
@@ -116,7 +77,8 @@ test('migrations and synchronize made a flakeid and a bigint column', async () =
 });
 
 for (const [entity, field] of [[Event, 'body'], [Order, 'item']]) {
-  test(`${entity.name}: saved IDs come back as exact strings above 2^53`, async () => {
+  const name = entity.options.name;
+  test(`${name}: saved IDs come back as exact strings above 2^53`, async () => {
     const repo = dataSource.getRepository(entity);
     const saved = await repo.save([1, 2, 3].map((n) => ({ [field]: `row ${n}` })));
     const ids = saved.map((row) => row.id);
@@ -134,7 +96,7 @@ for (const [entity, field] of [[Event, 'body'], [Order, 'item']]) {
     }
   });
 
-  test(`${entity.name}: IDs decode to this server's node and now`, async () => {
+  test(`${name}: IDs decode to this server's node and now`, async () => {
     const repo = dataSource.getRepository(entity);
     const { id } = await repo.save({ [field]: 'decode me' });
     const decoded = await repo.createQueryBuilder('e')

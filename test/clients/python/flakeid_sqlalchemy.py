@@ -1,6 +1,5 @@
-"""The flakeid column type for SQLAlchemy, as README.md's "With ORMs" shows
-it: DDL says flakeid, Python sees an int, and reflection (so Alembic's
-autogenerate) knows the type."""
+"""The flakeid column type for SQLAlchemy: DDL says flakeid, Python sees an
+int, and reflection (so Alembic's autogenerate) knows the type."""
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql.base import ischema_names

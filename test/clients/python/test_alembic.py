@@ -1,4 +1,4 @@
-"""flakeid in Alembic migrations, as README.md's "In migrations" shows it:
+"""flakeid in Alembic migrations, as docs/clients.md shows it:
 Alembic's command line, run as the application's role (no superuser) that
 owns its database flakeid_alembic, upgrades (the extension and a table with
 DEFAULT nextflake()), downgrades and upgrades again; rows inserted in

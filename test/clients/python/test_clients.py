@@ -7,7 +7,8 @@ import unittest
 
 import psycopg2
 import psycopg2.errors
-import psycopg2.extensions
+
+from flakeid_psycopg2 import register_flakeid
 
 ABOVE_2_53 = 2**53 + 1
 MAX = 2**63 - 1
@@ -71,19 +72,10 @@ class FlakeidClientTest(unittest.TestCase):
             self.assertEqual(json_row["legacy"], legacy)
 
     def test_typecaster_gives_ints(self):
-        # a connection that registers the type reads Python ints
+        # a connection that registers the type (flakeid_psycopg2.py) reads Python ints
         conn = connect()
         try:
-            ((oid, array_oid),) = self.query(
-                "SELECT oid, typarray FROM pg_type WHERE oid = 'flakeid'::regtype", conn=conn
-            )
-            flakeid = psycopg2.extensions.new_type(
-                (oid,), "FLAKEID", lambda value, cur: None if value is None else int(value)
-            )
-            psycopg2.extensions.register_type(flakeid, conn)
-            psycopg2.extensions.register_type(
-                psycopg2.extensions.new_array_type((array_oid,), "FLAKEID[]", flakeid), conn
-            )
+            register_flakeid(conn)
             ((value, array, null),) = self.query(
                 "SELECT '9223372036854775807'::flakeid,"
                 " ARRAY['9007199254740993', '0']::flakeid[], NULL::flakeid",

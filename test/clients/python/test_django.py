@@ -1,4 +1,4 @@
-"""flakeid through Django's ORM, as README.md's "With ORMs" shows it: the
+"""flakeid through Django's ORM, as docs/clients.md shows it: the
 fields of flakeid_django/fields.py over a flakeid and a bigint column, both
 with DEFAULT nextflake(), made by the app's migration; makemigrations finds
 nothing to change.  It connects as the application's role (no superuser)

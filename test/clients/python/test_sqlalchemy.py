@@ -1,6 +1,7 @@
-"""flakeid through the SQLAlchemy ORM, as README.md's "With ORMs" shows it:
-a flakeid key with the Flakeid type of flakeid_sqlalchemy.py and a bigint
-key, both with DEFAULT nextflake(), made by create_all(); Alembic's
+"""flakeid through the SQLAlchemy ORM, as docs/clients.md shows it: the
+models of sqlalchemy_models.py, a flakeid key with the Flakeid type of
+flakeid_sqlalchemy.py and a bigint key, both with DEFAULT nextflake(),
+made by create_all(); Alembic's
 autogenerate finds nothing to change.  It connects as the application's
 role (no superuser) to its database flakeid_sqlalchemy."""
 
@@ -10,32 +11,17 @@ import unittest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy.orm import Session, declarative_base
+from sqlalchemy.orm import Session
 
 from app_db import IS_SUPERUSER_SQL, SERVER_NODE_ID, id_columns_sql, url
-from flakeid_sqlalchemy import Flakeid
-
-# README: the two models
-Base = declarative_base()
-
-
-class Event(Base):
-    __tablename__ = "events"
-    id = sa.Column(Flakeid, primary_key=True, server_default=sa.text("nextflake()"))
-    body = sa.Column(sa.Text, nullable=False)
-
-
-class Order(Base):
-    __tablename__ = "orders"
-    id = sa.Column(sa.BigInteger, primary_key=True, server_default=sa.text("nextflake()"))
-    item = sa.Column(sa.Text, nullable=False)
+from sqlalchemy_models import Base, Event, Order
 
 
 class SqlAlchemyTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.engine = sa.create_engine(url("flakeid_sqlalchemy"), future=True)
-        # README: the extension first (in a migration), then the tables
+        # the extension first (in a migration), then the tables
         with cls.engine.begin() as conn:
             conn.execute(sa.text("CREATE EXTENSION IF NOT EXISTS flakeid"))
         Base.metadata.create_all(cls.engine)

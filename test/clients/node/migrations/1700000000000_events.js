@@ -1,5 +1,5 @@
-// README "In migrations": the flakeid extension and a table whose key it
-// fills in; down removes both.
+// The flakeid extension and a table whose key it fills in; down removes
+// both.
 exports.up = (pgm) => {
   pgm.createExtension('flakeid', { ifNotExists: true });
   pgm.createTable('events', {

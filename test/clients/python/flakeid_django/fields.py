@@ -1,5 +1,5 @@
-"""Primary key fields that the database fills in with nextflake(), as
-README.md's "With ORMs" shows them for Django."""
+"""Primary key fields that the database fills in with nextflake(): Django
+leaves them out of the INSERT and reads them back from RETURNING, as ints."""
 
 from django.db import models
 from django.db.models.query_utils import DeferredAttribute

@@ -1,5 +1,5 @@
-"""README "In migrations": the flakeid extension and a table whose key it
-fills in; downgrade removes both."""
+"""The flakeid extension and a table whose key it fills in; downgrade
+removes both."""
 
 import sqlalchemy as sa
 from alembic import op

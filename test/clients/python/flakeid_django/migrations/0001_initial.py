@@ -1,6 +1,6 @@
-"""README "With ORMs", Django: the extension, the two tables and their
-DEFAULT nextflake(); makemigrations wrote the CreateModel operations, the
-rest is added by hand."""
+"""The extension, the two tables and their DEFAULT nextflake():
+makemigrations wrote the CreateModel operations; the extension before
+them and the defaults after them are added by hand."""
 
 from django.contrib.postgres.operations import CreateExtension
 from django.db import migrations, models

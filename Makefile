@@ -8,7 +8,8 @@ FLAKE_HEADERS = $(wildcard src/*.h)
 DATA = $(wildcard sql/flakeid--*.sql)
 
 REGRESS = type_io soft_input on_error operators indexes casts decode \
-	from_timestamp generator format upgrade schema trusted foreign_keys
+	from_timestamp generator format upgrade schema trusted foreign_keys \
+	cluster_check
 REGRESS_OPTS = --inputdir=. --load-extension=flakeid
 
 ISOLATION = concurrent

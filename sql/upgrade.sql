@@ -41,7 +41,10 @@ LANGUAGE sql AS $$
 		p.oid::regproc, pg_get_function_arguments(p.oid),
 		CASE WHEN p.proretset THEN 'setof ' ELSE '' END, p.prorettype::regtype,
 		p.prokind, l.lanname, p.provolatile, p.proparallel, p.proisstrict, p.proleakproof,
-		p.prosecdef, p.procost, p.prorows, p.prosrc, p.probin, p.proconfig, pg_temp.acl(p.proacl))
+		p.prosecdef, p.procost, p.prorows,
+		-- a function body of its own, by its digest
+		CASE WHEN l.lanname IN ('c', 'internal') THEN p.prosrc ELSE 'md5 ' || md5(p.prosrc) END,
+		p.probin, p.proconfig, pg_temp.acl(p.proacl))
 	FROM members m
 	JOIN pg_catalog.pg_proc p ON p.oid = m.objid
 	JOIN pg_catalog.pg_language l ON l.oid = p.prolang

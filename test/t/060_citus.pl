@@ -4,6 +4,11 @@
 # (test/perl/FlakeCitus.pm; test/run passes the tarball on).
 #
 # What the README's Citus section says, each shown here:
+#   - flakeid_cluster_check(), on the coordinator or a worker, lists every
+#     node with its node id, layout and state, and flags node ids 1, 2, 2 on
+#     both clashing workers, a node without flakeid preloaded (15, 16) or
+#     without a node id or with another layout, and flakeid not installed;
+#     only superusers and pg_monitor may call it;
 #   - a routed INSERT (single-row, multi-row, prepared) and COPY evaluate
 #     nextflake() on the node that runs the statement, coordinator or
 #     worker, into a table distributed by its flakeid key and into one
@@ -11,6 +16,18 @@
 #   - an INSERT ... SELECT with nextflake() is never pushed down: it is
 #     repartitioned (or, with repartitioning off, collected on the node that
 #     runs it), and the IDs come from the nodes that hold the source shards;
+#     from a MATERIALIZED CTE, a subquery with LIMIT or an aggregate without
+#     GROUP BY over several shards they come from the node that runs it, and
+#     from a source of one shard from that shard's node;
+#   - a function or procedure delegated by its distribution argument runs
+#     its INSERT on that argument's worker, and the same call where Citus
+#     does not delegate it on the node it was sent to; a BEFORE INSERT
+#     trigger runs on the node of the row's shard, and on a reference table
+#     gives each copy of a row an ID of its own node;
+#   - UPDATE ... SET id = nextflake() is refused; ADD COLUMN ... DEFAULT
+#     nextflake() fills each shard's rows on the node that holds it;
+#   - flakeid created before Citus reaches the workers at the first
+#     create_distributed_table(), not at citus_add_node();
 #   - a reference table holds the same IDs on every node;
 #   - a shard moved by logical replication while the three nodes insert
 #     keeps every row and ID;
@@ -22,7 +39,12 @@
 #     column, a new default on the distribution column once distributed, a
 #     flakeid key co-located with a bigint key, a primary key without the
 #     distribution column; and that a bigint key with DEFAULT nextflake()
-#     co-locates with bigint tables.
+#     co-locates with bigint tables;
+#   - a worker that fails over to its streaming standby (promoted, then
+#     citus_update_node()) after a burst ahead of the clock: with a
+#     synchronous standby no ID is stored twice across the cluster; with an
+#     asynchronous one the round is TODO until asynchronous promotions
+#     continue above the old worker's lead.
 #
 # Generated IDs are checked by their properties and never printed.
 
@@ -76,6 +98,64 @@ foreach my $node (@nodes)
 		"$id_of{$node->name} ready1",
 		$node->name . ": flakeid created by Citus, node id $id_of{$node->name}");
 }
+
+#
+# flakeid_cluster_check(): every node, each checked on that node, from any
+# node; only superusers and pg_monitor may call it.
+#
+
+# flakeid_cluster_check() on a node (in database db =>, as role user =>):
+# by node port, "node id|node bits|epoch's year|state|problem" of every
+# node of the cluster, "-" for no problem.
+sub cluster_check
+{
+	my ($node, %opts) = @_;
+	my $connstr = $node->connstr($opts{db} // 'postgres');
+	$connstr .= " user=$opts{user}" if defined $opts{user};
+	my $rows = $node->safe_psql(
+		$opts{db} // 'postgres',
+		q{SELECT format('%s %s|%s|%s|%s|%s', nodeport, node_id, node_bits,
+			extract(year FROM epoch AT TIME ZONE 'UTC'), state, coalesce(problem, '-'))
+		  FROM flakeid_cluster_check()},
+		connstr => $connstr);
+	return { map { split / /, $_, 2 } split /\n/, $rows };
+}
+
+# What flakeid_cluster_check() says of a healthy node with node id $id.
+sub healthy { return "$_[0]|10|2020|ready|-" }
+
+my %healthy = map { $_->port => healthy($id_at{ $_->port }) } @nodes;
+foreach my $via ($coord, $w2)
+{
+	is_deeply(cluster_check($via), \%healthy,
+		'flakeid_cluster_check() on ' . $via->name
+		  . ': every node with its node id and layout, ready, no problem');
+}
+q_coord('CREATE ROLE flake_watcher LOGIN');
+fails_with($coord, 'SELECT * FROM flakeid_cluster_check()',
+	'42501', 'flakeid_cluster_check() as a role without pg_monitor',
+	user => 'flake_watcher');
+q_coord('GRANT pg_monitor TO flake_watcher');
+is_deeply(cluster_check($w1, user => 'flake_watcher'),
+	\%healthy, 'flakeid_cluster_check() as a member of pg_monitor, on a worker');
+
+# Node ids 1, 2, 2: worker2 restarted with worker1's node id.  Both are
+# flagged, each naming the other; fixed and restarted, no problem.
+$w2->append_conf('postgresql.conf', 'flakeid.node_id = 2');
+$w2->restart;
+my ($p1, $p2) = ($w1->port, $w2->port);
+my %clash = (
+	$coord->port => healthy(1),
+	$p1 => "2|10|2020|ready|node id 2 also on 127.0.0.1:$p2",
+	$p2 => "2|10|2020|ready|node id 2 also on 127.0.0.1:$p1");
+is_deeply(cluster_check($coord), \%clash,
+	'node ids 1, 2, 2: flagged on both workers that have node id 2, and only there');
+is_deeply(cluster_check($w2), \%clash,
+	'node ids 1, 2, 2: the same seen from a worker that has it');
+$w2->append_conf('postgresql.conf', 'flakeid.node_id = 3');
+$w2->restart;
+is_deeply(cluster_check($coord), \%healthy,
+	'node ids 1, 2, 3 again, restarted: no problem');
 
 #
 # The tables: one distributed by its flakeid key, one by a tenant column
@@ -317,6 +397,207 @@ ids_unique($coord, 'SELECT id FROM events', 'events after INSERT ... SELECT');
 note('INSERT ... SELECT, node ids of the IDs: '
 	  . join('; ', map { "$_: $insert_select{$_}" } sort keys %insert_select));
 
+# SQL that joins rows t of a distributed table to h.node, the node id of
+# the server that holds their shard, by the table's distribution column
+# $col.
+sub holder_join
+{
+	my ($table, $col) = @_;
+	my $ports = join(', ', map { "($_, $id_at{$_})" } sort keys %id_at);
+	return qq{JOIN citus_shards s
+		ON s.shardid = get_shard_id_for_distribution_column('$table', t.$col)
+	  LEFT JOIN (VALUES $ports) h(port, node) ON h.port = s.nodeport};
+}
+
+#
+# Sources that Citus plans in steps, INSERT ... SELECT from a MATERIALIZED
+# CTE, from a subquery with LIMIT, or of an aggregate without GROUP BY:
+# the source's rows are collected first, and the target list, nextflake()
+# in it, runs on the node that runs the statement, not on the source's
+# shards; only a source of one shard sends the whole SELECT, target list
+# and all, to the node of that shard.
+#
+q_coord(
+	q{CREATE TABLE shapes (id flakeid PRIMARY KEY DEFAULT nextflake(), kind text NOT NULL, n bigint);
+	  SELECT create_distributed_table('shapes', 'id');});
+my %shape_sql = (
+	'a MATERIALIZED CTE' =>
+	  [ 'WITH s AS MATERIALIZED (SELECT v FROM %2$s) SELECT %1$s, v FROM s', 400 ],
+	'a subquery with LIMIT' =>
+	  [ 'SELECT %1$s, v FROM (SELECT v FROM %2$s ORDER BY v LIMIT 50) s', 50 ],
+	'an aggregate without GROUP BY' => [ 'SELECT %1$s, count(*) FROM %2$s', 1 ]);
+my %shape_from;
+foreach my $shape (sort keys %shape_sql)
+{
+	my ($sql, $rows) = @{ $shape_sql{$shape} };
+	# the coordinator holds no shard of source2, worker2 some; source1's
+	# one shard is on the other worker
+	foreach my $run (
+		[ $coord, 'source2', $id_of{coordinator} ],
+		[ $w2, 'source2', $id_of{worker2} ],
+		[ $not_source1, 'source1', shard_holders('source1') ])
+	{
+		my ($via, $source, $expect) = @$run;
+		my $what = "INSERT ... SELECT from $shape over $source, on " . $via->name;
+		my ($ret, $out, $err) = psql_as($via,
+			"SET client_min_messages = debug1;\n"
+			  . 'INSERT INTO shapes (kind, n) '
+			  . sprintf($sql, "'$what'", $source));
+		is($ret, 0, "$what: runs") or diag($err);
+		like($err, $method{collect}, "$what: the source's rows are collected first");
+		is( q_coord(
+				qq{SELECT count(*) || ' ' || string_agg(DISTINCT flakeid_node(id)::text, ',')
+				   FROM shapes WHERE kind = '$what'}),
+			"$rows $expect",
+			"$what: IDs from "
+			  . ($source eq 'source1'
+				? "the node of the source's one shard ($expect)"
+				: "the node that runs it ($expect), not from all the source's shards ("
+				  . shard_holders($source) . ')'));
+		$shape_from{$what} = $expect;
+	}
+}
+note('INSERT ... SELECT in steps, node ids of the IDs: '
+	  . join('; ', map { "$_: $shape_from{$_}" } sort keys %shape_from));
+
+#
+# Functions and procedures delegated to the worker of their distribution
+# argument run their INSERT there; a call that Citus does not delegate (in
+# a transaction block, or not a plain call) runs it where it was sent.
+#
+q_coord(
+	q{
+CREATE FUNCTION add_tenant_event(t int, k text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO tenant_events (tenant, origin, kind) VALUES (t, 0, k);
+END $$;
+SELECT create_distributed_function('add_tenant_event(int,text)', '$1',
+	colocate_with => 'tenant_events');
+CREATE PROCEDURE add_tenant_event_proc(t int, k text) LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO tenant_events (tenant, origin, kind) VALUES (t, 0, k);
+END $$;
+SELECT create_distributed_function('add_tenant_event_proc(int,text)', '$1',
+	colocate_with => 'tenant_events');
+});
+my $tenant = 7;
+my $tenant_node = $id_at{
+	q_coord(
+		"SELECT nodeport FROM citus_shards WHERE shardid = "
+		  . "get_shard_id_for_distribution_column('tenant_events', $tenant)") };
+my ($tenant_other) = grep { $id_of{ $_->name } != $tenant_node } ($w1, $w2);
+my %delegated = (
+	function => qr/pushing down the function call/,
+	procedure => qr/pushing down the procedure/);
+foreach my $call (
+	[ $coord, "SELECT add_tenant_event($tenant, '%s')", 'function' ],
+	[ $coord, "CALL add_tenant_event_proc($tenant, '%s')", 'procedure' ],
+	[ $tenant_other, "SELECT add_tenant_event($tenant, '%s')", 'function' ],
+	[ $coord, "BEGIN; SELECT add_tenant_event($tenant, '%s'); COMMIT", undef ],
+	[ $coord, "SELECT add_tenant_event(g, '%s') FROM generate_series($tenant, $tenant) g", undef ],
+	[ $tenant_other, "BEGIN; SELECT add_tenant_event($tenant, '%s'); COMMIT", undef ])
+{
+	my ($via, $sql, $delegated) = @$call;
+	my $shape = $sql =~ s/'%s'/.../r;
+	my $what = "$shape on " . $via->name;
+	my ($ret, $out, $err) = psql_as($via,
+		"SET client_min_messages = debug1;\n" . sprintf($sql, "call $what"));
+	is($ret, 0, "$what: runs") or diag($err);
+	my $expect = $delegated ? $tenant_node : $id_of{ $via->name };
+	if ($delegated)
+	{
+		like($err, $delegated{$delegated}, "$what: delegated, as Citus says");
+	}
+	else
+	{
+		unlike($err, qr/pushing down/, "$what: not delegated");
+	}
+	is( q_coord(
+			qq{SELECT count(*) || ' ' || string_agg(flakeid_node(id)::text, ',')
+			   FROM tenant_events WHERE kind = 'call $what'}),
+		"1 $expect",
+		"$what: the ID comes from "
+		  . ($delegated ? "the worker of tenant ${tenant}'s shard" : 'the node it was sent to'));
+}
+
+#
+# A BEFORE INSERT trigger that sets NEW.id := nextflake() runs on the node
+# of the row's shard.  Citus distributes a table with a trigger only with
+# citus.enable_unsafe_triggers on.  On a reference table the trigger runs
+# on every copy, so each node's copy of a row gets an ID of its own; only a
+# column DEFAULT (the table tags below) gives every copy the same ID.
+#
+q_coord(
+	q{
+CREATE FUNCTION set_flakeid() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	NEW.id := nextflake();
+	RETURN NEW;
+END $$;
+CREATE TABLE trigger_events (tenant int NOT NULL, id flakeid, origin int);
+CREATE TRIGGER trigger_events_id BEFORE INSERT ON trigger_events
+	FOR EACH ROW EXECUTE FUNCTION set_flakeid();
+CREATE TABLE trigger_tags (id flakeid, name text);
+CREATE TRIGGER trigger_tags_id BEFORE INSERT ON trigger_tags
+	FOR EACH ROW EXECUTE FUNCTION set_flakeid();
+});
+my $trigger_err = fails_with($coord,
+	q{SELECT create_distributed_table('trigger_events', 'tenant')},
+	'XX000', 'a table with a trigger, citus.enable_unsafe_triggers off');
+like($trigger_err, qr/cannot distribute relation "trigger_events" because it has triggers/,
+	'a table with a trigger: Citus refuses to distribute it by default');
+q_coord(
+	q{SET citus.enable_unsafe_triggers = on;
+	  SELECT create_distributed_table('trigger_events', 'tenant');
+	  SELECT create_reference_table('trigger_tags');});
+$coord->safe_psql('postgres',
+	q{INSERT INTO trigger_events (tenant, origin) SELECT g, 1 FROM generate_series(1, 40) g});
+is( q_coord(
+		qq{SELECT count(*) || ' ' || count(DISTINCT t.id) || ' '
+			|| count(*) FILTER (WHERE flakeid_node(t.id) <> h.node) || ' '
+			|| string_agg(DISTINCT flakeid_node(t.id)::text, ',' ORDER BY flakeid_node(t.id)::text)
+		   FROM trigger_events t } . holder_join('trigger_events', 'tenant')),
+	'40 40 0 ' . shard_holders('trigger_events'),
+	'a BEFORE INSERT trigger on a distributed table: each ID from the node of its row\'s shard, '
+	  . 'not from the coordinator that ran the INSERT');
+$w1->safe_psql('postgres', q{INSERT INTO trigger_tags (name) VALUES ('one')});
+my $trigger_shard = q_coord(
+	q{SELECT shard_name FROM citus_shards WHERE table_name = 'trigger_tags'::regclass LIMIT 1});
+my @trigger_copies = map {
+	$_->safe_psql('postgres',
+		"SELECT count(*) || ' ' || min(flakeid_node(id)) || ' ' || min(id) FROM $trigger_shard")
+} @nodes;
+is( join(',', map { (split / /)[0] . ' ' . (split / /)[1] } @trigger_copies),
+	join(',', map { "1 $id_of{$_->name}" } @nodes),
+	'a reference table with that trigger: each node\'s copy of the row has an ID of that node');
+is( scalar(keys %{ { map { (split / /)[2] => 1 } @trigger_copies } }),
+	scalar(@nodes),
+	'a reference table with that trigger: the copies of one row have different IDs');
+
+#
+# UPDATE ... SET c = nextflake() is refused; ADD COLUMN ... DEFAULT
+# nextflake() fills the rows of each shard on the node that holds it.
+#
+foreach my $where ('', " WHERE tenant = $tenant")
+{
+	my $err = fails_with($coord, "UPDATE tenant_events SET id = nextflake()$where",
+		'0A000', "UPDATE ... SET id = nextflake()$where");
+	like($err, qr/functions used in UPDATE queries on distributed tables must not be VOLATILE/,
+		"UPDATE ... SET id = nextflake()$where: Citus refuses a volatile function");
+}
+q_coord('ALTER TABLE source3 ADD COLUMN c flakeid DEFAULT nextflake()');
+is( q_coord(
+		qq{SELECT count(*) || ' ' || count(DISTINCT t.c) || ' '
+			|| count(*) FILTER (WHERE flakeid_node(t.c) <> h.node) || ' '
+			|| string_agg(DISTINCT flakeid_node(t.c)::text, ',' ORDER BY flakeid_node(t.c)::text)
+		   FROM source3 t } . holder_join('source3', 'k')),
+	'400 400 0 ' . shard_holders('source3'),
+	'ADD COLUMN ... DEFAULT nextflake(): each shard\'s rows get IDs of the node that holds it');
+$w2->safe_psql('postgres', 'INSERT INTO source3 (k, v) VALUES (1001, 1001)');
+is(q_coord('SELECT flakeid_node(c) FROM source3 WHERE k = 1001'),
+	$id_of{worker2},
+	'ADD COLUMN ... DEFAULT nextflake(): later rows get IDs of the node that ran the INSERT');
+
 #
 # A reference table: each node's copy holds the same IDs, made by the node
 # that ran the INSERT.
@@ -531,11 +812,56 @@ like($err, qr/PRIMARY KEY constraints that do not include the partition column/,
 	'a primary key must include the distribution column');
 
 #
-# A node added without flakeid preloaded (Citus alone): every statement
-# that would evaluate nextflake() there fails with flakeid's error, and no
-# row is made with another node's ID.
+# flakeid created before Citus, in a database of its own: Citus does not
+# take it for one of its objects, so citus_add_node() leaves it off the
+# workers; the first create_distributed_table() of a table that uses it
+# creates it there.  flakeid_cluster_check() says so meanwhile.
 #
-my $bare = citus_node('worker3', preload => 0);
+foreach my $node (@nodes)
+{
+	$node->safe_psql('postgres', 'CREATE DATABASE early')
+	  if $node->safe_psql('postgres',
+		q{SELECT count(*) FROM pg_database WHERE datname = 'early'}) eq '0';
+}
+$_->safe_psql('early', 'CREATE EXTENSION citus') foreach ($w1, $w2);
+$coord->safe_psql('early',
+	q{CREATE EXTENSION flakeid;
+	  CREATE EXTENSION citus;
+	  SELECT citus_set_coordinator_host('127.0.0.1', } . $coord->port . q{);}
+	  . join('', map { "SELECT citus_add_node('127.0.0.1', " . $_->port . ');' } ($w1, $w2)));
+my $early_ext = q{SELECT count(*) FROM pg_extension WHERE extname = 'flakeid'};
+is( join(' ', map { $_->safe_psql('early', $early_ext) } @nodes),
+	'1 0 0',
+	'flakeid created before Citus: not on the workers after citus_add_node()');
+is_deeply(
+	cluster_check($coord, db => 'early'),
+	{
+		$coord->port => healthy(1),
+		map { $_->port => '|||not installed|flakeid not installed' } ($w1, $w2)
+	},
+	'flakeid_cluster_check(): flakeid not installed on the workers');
+$coord->safe_psql('early',
+	q{CREATE TABLE early_events (id flakeid PRIMARY KEY DEFAULT nextflake(), origin int);
+	  SELECT create_distributed_table('early_events', 'id');});
+is( join(' ', map { $_->safe_psql('early', $early_ext) } @nodes),
+	'1 1 1',
+	'flakeid created before Citus: on every worker after the first create_distributed_table()');
+is_deeply(cluster_check($coord, db => 'early'),
+	\%healthy, 'flakeid_cluster_check(): then no problem');
+$w1->safe_psql('early',
+	q{INSERT INTO early_events (origin) SELECT 2 FROM generate_series(1, 10)});
+is( $coord->safe_psql('early',
+		q{SELECT count(*) || ' ' || string_agg(DISTINCT flakeid_node(id)::text, ',') FROM early_events}),
+	'10 2', 'and the workers generate');
+
+#
+# A node added without flakeid preloaded (Citus alone), without a node id
+# and with another epoch: every statement that would evaluate nextflake()
+# there fails with flakeid's error, and no row is made with another node's
+# ID.
+#
+my $bare = citus_node('worker3', preload => 0,
+	conf => "flakeid.epoch = '2024-01-01 00:00:00+00'");
 $bare->start;
 citus_add_worker($coord, $bare);
 is( $bare->safe_psql(
@@ -552,6 +878,26 @@ is( q_coord(
 		q{SELECT count(*) FROM citus_shards
 		  WHERE table_name = 'source4'::regclass AND nodeport = } . $bare->port),
 	'1', 'worker3 holds a shard of source4');
+
+# flakeid_cluster_check() flags worker3 alone: on 15 and 16 flakeid has no
+# generator there without preloading; on every version worker3 has no node
+# id and its layout differs from the others'.
+my $bare_check = cluster_check($coord);
+my $bare_state = $bare->pg_version >= 17 ? 'node id not set' : 'not preloaded';
+is_deeply(
+	$bare_check,
+	{
+		%healthy,
+		$bare->port => "|10|2024|$bare_state|"
+		  . ($bare->pg_version >= 17 ? '' : 'flakeid not preloaded; ')
+		  . 'no node id; layout node_bits 10, epoch 2024-01-01 00:00:00.000+00 '
+		  . "unlike most nodes' node_bits 10, epoch 2020-01-01 00:00:00.000+00"
+	},
+	'flakeid_cluster_check(): worker3 flagged ('
+	  . ($bare->pg_version >= 17 ? '' : 'not preloaded, ')
+	  . 'no node id, another layout), the other nodes not');
+is_deeply(cluster_check($bare), $bare_check,
+	'flakeid_cluster_check() on worker3 itself: the same');
 
 # 15 and 16 generate only when preloaded; 17 and later also without, with a
 # node id, which worker3 lacks.
@@ -571,7 +917,12 @@ foreach my $try (
 	[ $coord, q{INSERT INTO events (origin, kind) SELECT 4, 'bare' FROM source4}, 'INSERT ... SELECT from its shard, run on the coordinator' ],
 	[ $coord, q{SET citus.enable_repartitioned_insert_select = off;
 		INSERT INTO events (origin, kind) SELECT 4, 'bare' FROM source4},
-		'the same without repartitioning' ])
+		'the same without repartitioning' ],
+	[ $bare, q{INSERT INTO events (origin, kind)
+		WITH s AS MATERIALIZED (SELECT v FROM source2) SELECT 4, 'bare' FROM s},
+		'INSERT ... SELECT from a MATERIALIZED CTE over a source on the other workers' ],
+	[ $coord, q{INSERT INTO trigger_tags (name) VALUES ('bare')},
+		'an INSERT into a reference table whose trigger calls nextflake(), run on the coordinator' ])
 {
 	my ($via, $sql, $what) = @$try;
 	my $err = fails_with($via, $sql, '55000', "worker3: $what");
@@ -579,8 +930,9 @@ foreach my $try (
 }
 is( q_coord(
 		q{SELECT (SELECT count(*) FROM events) || ' ' || (SELECT count(*) FROM tags)
-		  || ' ' || (SELECT count(*) FROM events WHERE kind = 'bare')}),
-	"$events_before $tags_before 0",
+		  || ' ' || (SELECT count(*) FROM events WHERE kind = 'bare')
+		  || ' ' || (SELECT count(*) FROM trigger_tags WHERE name = 'bare')}),
+	"$events_before $tags_before 0 0",
 	'worker3: nothing was inserted');
 
 # An INSERT ... SELECT that worker3 runs evaluates nextflake() where the
@@ -615,7 +967,180 @@ $bare_rows += $bare->safe_psql('postgres', "SELECT count(*) FROM $_")
 cmp_ok($bare_rows, '>', 0,
 	'some of them are stored in worker3\'s shards (' . scalar(@bare_shards) . ')');
 
-foreach my $node (@nodes, $bare)
+#
+# Worker failover: worker2 gets a streaming standby, makes IDs for rows
+# that land on the other workers' shards too, and fails: it is stopped
+# (the fencing that failover tools do), the standby is promoted and
+# citus_update_node() points the cluster to it.  The rows on the other
+# workers outlive the failover, so an ID that the promoted worker issues
+# again is stored twice.  The burst first takes the IDs 10 s past the
+# clock or past where they were, whichever is later (flakeid.max_lead
+# allows 30 s here), so that they lie beyond what the standby may have
+# received and the promoted worker's clock is still behind them; after the
+# promotion a client consumes IDs (as nextflakes() lets any client) until
+# the next one would be the burst's first, if that lies ahead, and inserts
+# as many rows as the burst.
+#
+# With a synchronous standby the lease under the burst's IDs reached the
+# standby before they were returned.  With an asynchronous one that was
+# behind (stopped during the burst), the promise is that the promoted
+# server continues above its clock plus the old one's maximum lead and
+# lease plus a skew allowance; that round is marked TODO until flakeid
+# keeps it.
+#
+q_coord(
+	q{CREATE TABLE failover_events (
+		tenant int NOT NULL,
+		id flakeid NOT NULL DEFAULT nextflake(),
+		round text NOT NULL,
+		PRIMARY KEY (tenant, id));
+	  SELECT create_distributed_table('failover_events', 'tenant',
+		shard_count => 8, colocate_with => 'none');});
+$w2->safe_psql('postgres',
+	"ALTER SYSTEM SET flakeid.max_lead = '30s';\n"
+	  . "ALTER SYSTEM SET flakeid.max_clock_wait = '60s';\n"
+	  . 'SELECT pg_reload_conf();');
+my $burst_rows = 10_000;
+
+# SQL that consumes this server's IDs until its next ID is the one that
+# $target (an SQL expression of a flakeid) names, where that lies ahead.
+sub walk_to_sql
+{
+	my ($target) = @_;
+	my $tick_of = sub { tick_sql($_[0], 10) };
+	return qq{DO \$\$
+DECLARE
+	target bigint := } . $tick_of->("($target)") . q{;
+	id flakeid;
+	gap bigint;
+BEGIN
+	LOOP
+		id := nextflake();
+		gap := target - } . $tick_of->('id') . q{ - 1;
+		EXIT WHEN gap <= 0;
+		-- large steps first, the last one from a counter ahead of the clock,
+		-- whose ticks follow each other
+		IF gap <= 100000 THEN
+			PERFORM nextflakes(gap::int) LIMIT 1;
+			EXIT;
+		END IF;
+		PERFORM nextflakes((gap - 50000)::int) LIMIT 1;
+	END LOOP;
+END $$};
+}
+
+# One failover round of worker2; returns the number of IDs stored twice.
+sub failover_round
+{
+	my ($round, $sync) = @_;
+	my $old = $w2;
+	my $standby = PostgreSQL::Test::Cluster->new("worker2_$round");
+	$old->backup($round);
+	$standby->init_from_backup($old, $round, has_streaming => 1);
+	$standby->start;
+	if ($sync)
+	{
+		$old->safe_psql('postgres',
+			"ALTER SYSTEM SET synchronous_standby_names = 'worker2_$round';\n"
+			  . 'SELECT pg_reload_conf();');
+		$old->poll_query_until('postgres',
+			qq{SELECT count(*) = 1 FROM pg_stat_replication
+			   WHERE application_name = 'worker2_$round' AND sync_state = 'sync'})
+		  or die 'the standby did not become synchronous';
+	}
+	else
+	{
+		$old->wait_for_catchup($standby, 'replay', $old->lsn('flush'));
+		$standby->stop;
+	}
+
+	my $first_tenant = $round eq 'sync' ? 0 : 100_000;
+	my $tenants = sub {
+		my ($from, $n) = @_;
+		return 'generate_series(' . ($first_tenant + $from) . ', '
+		  . ($first_tenant + $from + $n - 1) . ')';
+	};
+	$old->safe_psql('postgres',
+		"INSERT INTO failover_events (tenant, round) SELECT g, '$round before' FROM "
+		  . $tenants->(1, 100) . " g;\n"
+		  . walk_to_sql(q{flakeid_from_timestamp(greatest(clock_timestamp(),
+				flakeid_timestamp(nextflake())) + interval '10 s')})
+		  . ";\nINSERT INTO failover_events (tenant, round) SELECT g, '$round burst' FROM "
+		  . $tenants->(1000, $burst_rows) . ' g');
+	my ($first, $last, $ahead, $elsewhere) = split /\|/,
+	  $old->safe_psql('postgres',
+		qq{SELECT min(t.id), max(t.id),
+			round(extract(epoch FROM flakeid_timestamp(max(t.id)) - clock_timestamp())),
+			count(*) FILTER (WHERE s.nodeport <> } . $old->port . q{)
+		   FROM failover_events t
+		   JOIN citus_shards s ON s.shardid = get_shard_id_for_distribution_column('failover_events', t.tenant)
+		   WHERE round = '} . $round . q{ burst'});
+	cmp_ok($ahead, '>=', 5, "$round failover: the burst's IDs run ahead of the clock ($ahead s)");
+	cmp_ok($elsewhere, '>', 0,
+		"$round failover: worker2 stored rows with its IDs on the other workers ($elsewhere)");
+
+	# the failover
+	my $start = time;
+	$old->stop('immediate');
+	$standby->start unless $sync;
+	$standby->promote;
+	q_coord("SELECT citus_update_node(nodeid, '127.0.0.1', " . $standby->port
+		  . ') FROM pg_dist_node WHERE nodeport = ' . $old->port);
+	delete $id_at{ $old->port };
+	$id_at{ $standby->port } = $id_of{worker2};
+	$w2 = $standby;
+	my $failover_secs = time - $start;
+	is( q_coord(
+			q{SELECT count(*) FILTER (WHERE nodeport = } . $old->port . q{) || ' '
+				|| (count(*) FILTER (WHERE nodeport = } . $standby->port . q{) > 0)
+			  FROM citus_shards WHERE table_name = 'failover_events'::regclass}),
+		'0 true',
+		"$round failover: the cluster uses the promoted standby for worker2's shards");
+
+	# after it: rows, then the client that walks to the burst's first ID
+	$standby->safe_psql('postgres',
+		"INSERT INTO failover_events (tenant, round) SELECT g, '$round after' FROM "
+		  . $tenants->(20_000, 100) . ' g');
+	my $after = $standby->safe_psql('postgres',
+		"SELECT min(id) FROM failover_events WHERE round = '$round after'");
+	$standby->safe_psql('postgres',
+		walk_to_sql("$first") . ";\n"
+		  . "INSERT INTO failover_events (tenant, round) SELECT g, '$round walk' FROM "
+		  . $tenants->(30_000, $burst_rows) . ' g');
+	my $walked = $standby->safe_psql('postgres',
+		"SELECT min(id) FROM failover_events WHERE round = '$round walk'");
+	ok($walked == $first || $walked > $last,
+		"$round failover: the client's rows start at the burst's first ID, or above the burst");
+	my ($kept, $twice) = split /\|/, q_coord(
+		qq{SELECT (SELECT count(*) FROM failover_events WHERE round = '$round burst'),
+			(SELECT count(*) FROM (SELECT id FROM failover_events GROUP BY id
+			 HAVING count(*) > 1) d)});
+	# the figures of the round, shown with the test's results
+	diag(sprintf(
+			'%s failover in %.1f s: the burst stored %d rows, %d on other workers, %d kept; '
+			  . 'the promoted worker\'s first ID is %s the burst\'s last; IDs stored twice: %d',
+			$round, $failover_secs, $burst_rows, $elsewhere, $kept,
+			($after > $last ? 'above' : 'not above'), $twice));
+  TODO:
+	{
+		local $TODO =
+		  $sync ? undef : 'an asynchronous promotion does not yet continue above the old lead';
+		cmp_ok($after, '>', $last,
+			"$round failover: the promoted worker's IDs are above every ID the old one returned");
+		is($twice, 0, "$round failover: no ID stored twice across the cluster");
+	}
+	return $old;
+}
+
+my @retired;
+push @retired, failover_round('sync', 1);
+push @retired, failover_round('async', 0);
+$nodes[2] = $w2;
+is( cluster_check($coord)->{ $w2->port },
+	healthy($id_of{worker2}),
+	'flakeid_cluster_check() after the failovers: the promoted worker2, node id 3, no problem');
+
+foreach my $node (@nodes, $bare, @retired)
 {
 	my @crashes = grep { /terminated by signal|PANIC/ }
 	  split /\n/, slurp_file($node->logfile);

@@ -54,12 +54,15 @@ flake_installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
 }
 
-# The Debian packages of other extensions that TAP tests run beside flakeid
-# on PostgreSQL major version $1: pg_partman (040_partman.pl) and, on
-# versions without origin = none, pglogical (033_multi_primary_pglogical.pl).
+# The Debian packages of other software that TAP tests run beside flakeid
+# on PostgreSQL major version $1: pg_partman (040_partman.pl), on versions
+# without origin = none pglogical (033_multi_primary_pglogical.pl), and
+# Patroni with etcd (061_patroni.pl; Patroni's etcd3 DCS needs python3-etcd,
+# which it depends on only as one alternative of several).
 flake_tap_packages() {
 	echo "postgresql-$1-partman"
 	[ "$1" -ge 16 ] || echo "postgresql-$1-pglogical"
+	echo patroni python3-etcd etcd-server
 }
 
 # Like flake_packages, for packages that a Debian release may lack (an

@@ -226,12 +226,19 @@ FROM returned WHERE round = $round});
 	cmp_ok($from_new, '>', 0, "$what: the new leader returned IDs");
 	is($reissued - $reissued_before, 0, "$what: no ID returned twice");
 	$reissued_before = $reissued;
-	return;
+	return $old;
 }
 
 round(1, 'synchronous', 'switchover');
-round(2, 'synchronous', 'failover');
+my $crashed = round(2, 'synchronous', 'failover');
+
+# The crashed leader comes back as a standby of the new one; Patroni
+# rewinds it (pg_rewind reads flakeid's WAL records) where its WAL went
+# past what the new leader has.
 my ($any) = wait_healthy(\@members, 1);
+pass("synchronous failover: the old leader, $crashed->{name}, streams from the new one again");
+note "$crashed->{name} was rewound: "
+  . (slurp_file($crashed->{node}->logfile) =~ /pg_rewind: Done!/ ? 'yes' : 'no');
 patronictl($any, 'edit-config', '--set', 'synchronous_mode=false', '--force');
 round(3, 'asynchronous', 'switchover');
 round(4, 'asynchronous', 'failover');

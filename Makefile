@@ -2,7 +2,8 @@ EXTENSION = flakeid
 
 MODULE_big = flakeid
 OBJS = src/flakeid.o src/mode.o src/guc.o src/epoch.o src/type.o src/decode.o src/format.o \
-	src/shmem.o src/statefile.o src/generator.o src/worker.o src/lease.o src/wal.o
+	src/shmem.o src/statefile.o src/generator.o src/worker.o src/lease.o src/wal.o \
+	src/confirm.o
 FLAKE_HEADERS = $(wildcard src/*.h)
 
 DATA = $(wildcard sql/flakeid--*.sql)

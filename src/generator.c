@@ -41,6 +41,7 @@
 #include "utils/wait_event.h"
 
 #include "clock.h"
+#include "confirm.h"
 #include "guc.h"
 #include "layout.h"
 #include "mode.h"
@@ -155,6 +156,22 @@ DescribeLayoutChange(const FlakeLayout *was, const FlakeLayout *now)
 					pstrdup(timestamptz_to_str(FlakeTimestamp(now, 0))));
 }
 
+/*
+ * The newest lease, replayed from WAL, is not in the state file, whose
+ * writes fail.
+ */
+static void
+ReportFileBehind(FlakeShared *s)
+{
+	errno = s->lease_errno;
+	ereport(ERROR,
+			(errcode_for_file_access(),
+			 errmsg("could not write flakeid state file \"%s\": %m", FLAKE_STATE_FILE),
+			 errdetail("The newest time lease, replayed from WAL, is not in the file yet; "
+					   "IDs are generated again once the file holds it."),
+			 errhint("Make the file writable and make sure the disk has space. Do not remove the file.")));
+}
+
 /* Why the generator does not issue IDs, as an error. */
 static void
 ReportNotReady(FlakeShared *s, FlakeStatus status)
@@ -164,6 +181,9 @@ ReportNotReady(FlakeShared *s, FlakeStatus status)
 		case FLAKE_GEN_READY:
 		case FLAKE_GEN_CHANGING:
 		case FLAKE_GEN_NOT_SET_UP:
+			break;
+		case FLAKE_GEN_FILE_BEHIND:
+			ReportFileBehind(s);
 			break;
 		case FLAKE_GEN_NODE_UNSET:
 			ereport(ERROR,
@@ -240,6 +260,8 @@ CheckSettingsUnchanged(FlakeShared *s)
 						 "preloading flakeid fixes the layout for the life of the server.")));
 }
 
+static void FlakeAwaitFileWritten(FlakeShared *s);
+
 /*
  * Learn the generator's word and layout again: the first call of this
  * process, or after a change.  Fails when it does not generate; waits out
@@ -258,6 +280,11 @@ FlakeRefresh(FlakeShared *s)
 	}
 	if (RecoveryInProgress())
 		ReportRecovery();
+	if (FlakeWordStatus(word) == FLAKE_GEN_FILE_BEHIND)
+	{
+		FlakeAwaitFileWritten(s);
+		word = FlakeSnapshot(s, &layout);
+	}
 	if (FlakeWordStatus(word) != FLAKE_GEN_READY)
 		ReportNotReady(s, FlakeWordStatus(word));
 	CheckSettingsUnchanged(s);
@@ -449,14 +476,18 @@ FlakeSleep(FlakeShared *s, int64 ms)
 /*
  * Whether IDs up to end_ms may be returned under the lease: below the
  * durable lease end, and, while the server has synchronous standbys,
- * below the one they confirmed.  lease_end is the durable end, as read.
+ * below the part of it that the standbys synchronous now have (see
+ * confirm.c).  lease_end is the durable end, as read; now is the precise
+ * clock, or -1 for "read it when needed".
  */
 static inline bool
-FlakeLeaseCoversMs(FlakeShared *s, int64 end_ms, int64 lease_end)
+FlakeLeaseCoversMs(FlakeShared *s, int64 end_ms, int64 lease_end, int64 now)
 {
-	return end_ms < lease_end &&
-		(end_ms < (int64) pg_atomic_read_u64(&s->sync_end) ||
-		 !FlakeStandbyConfirms());
+	if (end_ms >= lease_end)
+		return false;
+	if (likely(!FlakeStandbyConfirms()))
+		return true;
+	return FlakeConfirmedCovers(&s->confirm, end_ms, now >= 0 ? now : PreciseNow());
 }
 
 static void
@@ -492,6 +523,40 @@ ReportLeaseWait(bool standbys)
 }
 
 /*
+ * The newest lease was replayed from WAL while the state file could not be
+ * written: wait, at most flakeid.max_lease_wait, for the lease worker to
+ * write it, and fail with the file's error once the worker tried and
+ * could not.
+ */
+static void
+FlakeAwaitFileWritten(FlakeShared *s)
+{
+	uint64		writes = pg_atomic_read_u64(&s->file_writes);
+	instr_time	since;
+
+	INSTR_TIME_SET_ZERO(since);
+	(void) WaitedMs(&since);
+	ConditionVariablePrepareToSleep(&s->lease_cv);
+	while (FlakeWordStatus(pg_atomic_read_u32(&s->word)) == FLAKE_GEN_FILE_BEHIND)
+	{
+		bool		failed = s->lease_failing &&
+			pg_atomic_read_u64(&s->file_writes) != writes;
+
+		if (failed || WaitedMs(&since) > flake_max_lease_wait_ms)
+		{
+			ConditionVariableCancelSleep();
+			if (s->lease_failing)
+				ReportFileBehind(s);
+			ReportLeaseWait(false);
+		}
+		FlakeWakeWorker(s);
+		(void) ConditionVariableTimedSleep(&s->lease_cv, FLAKE_LEASE_POLL_MS,
+										   PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+}
+
+/*
  * Wait until the usable lease covers end_ms, or fail: the lease worker
  * makes a longer one durable, and confirmed where it has to be.
  */
@@ -513,7 +578,7 @@ FlakeAwaitLease(FlakeShared *s, int64 end_ms, FlakeWaited *waited)
 	{
 		int64		lease_end = (int64) pg_atomic_read_u64(&s->lease_end);
 
-		if (FlakeLeaseCoversMs(s, end_ms, lease_end))
+		if (FlakeLeaseCoversMs(s, end_ms, lease_end, -1))
 			break;
 		if (s->lease_failing && end_ms >= lease_end)
 		{
@@ -565,7 +630,7 @@ FlakeAwaitIssue(FlakeShared *s, uint64 first, int64 n, FlakeWaited *waited)
 			continue;
 		}
 		lease_end = (int64) pg_atomic_read_u64(&s->lease_end);
-		if (!FlakeLeaseCoversMs(s, end_ms, lease_end))
+		if (!FlakeLeaseCoversMs(s, end_ms, lease_end, -1))
 		{
 			FlakeAwaitLease(s, end_ms, waited);
 			continue;
@@ -660,8 +725,9 @@ FlakeReserve(FlakeShared *s, int64 n, FlakeIssue *issue)
 	end_ms = FlakeTickMs(&my_layout, first + n - 1);
 	FlakeCheckRange(end_ms);
 	lease_end = (int64) pg_atomic_read_u64(&s->lease_end);
+	/* the quick way read the precise clock; the other may have the coarse */
 	if (unlikely(end_ms - now > flake_max_lead_ms ||
-				 !FlakeLeaseCoversMs(s, end_ms, lease_end)))
+				 !FlakeLeaseCoversMs(s, end_ms, lease_end, quick ? now : -1)))
 	{
 		FlakeAwaitIssue(s, first, n, &waited);
 		lease_end = (int64) pg_atomic_read_u64(&s->lease_end);
@@ -873,6 +939,8 @@ StatusName(FlakeShared *s, FlakeStatus status)
 			return "state file damaged";
 		case FLAKE_GEN_FILE_UNREADABLE:
 			return "state file unreadable";
+		case FLAKE_GEN_FILE_BEHIND:
+			return "state file behind";
 	}
 	return "unknown";
 }

@@ -58,6 +58,7 @@ int			flake_node_id = FLAKE_NODE_UNSET;
 int			flake_max_lead_ms = FLAKE_DEFAULT_MAX_LEAD_MS;
 int			flake_max_clock_wait_ms = FLAKE_DEFAULT_MAX_CLOCK_WAIT_MS;
 int			flake_max_lease_wait_ms = FLAKE_DEFAULT_MAX_LEASE_WAIT_MS;
+int			flake_max_clock_skew_ms = FLAKE_DEFAULT_MAX_CLOCK_SKEW_MS;
 int			flake_max_batch = FLAKE_DEFAULT_MAX_BATCH;
 int			flake_cache = 1;
 
@@ -85,7 +86,8 @@ static char *foreign_setting_guc = NULL;
 /* The parameters that only the server's configuration may set. */
 static const char *const config_only_settings[] = {
 	"flakeid.epoch", "flakeid.node_bits", "flakeid.node_id",
-	"flakeid.max_lead", "flakeid.max_clock_wait", "flakeid.max_lease_wait"
+	"flakeid.max_lead", "flakeid.max_clock_wait", "flakeid.max_lease_wait",
+	"flakeid.max_clock_skew"
 };
 
 #define EPOCH_FORMAT_DETAIL \
@@ -128,6 +130,12 @@ AssignNodeBits(int newval, void *extra)
 	flake_layout_settings_gen++;
 }
 
+/* Why a node id is refused, at startup and on reload alike. */
+#define NODE_RANGE_DETAIL \
+	"With flakeid.node_bits = %d the node id must be between 0 and %d."
+#define NODE_RANGE_HINT \
+	"Choose a node id that fits, or raise flakeid.node_bits on every server whose IDs meet."
+
 static bool
 CheckNodeId(int *newval, void **extra, GucSource source)
 {
@@ -135,11 +143,9 @@ CheckNodeId(int *newval, void **extra, GucSource source)
 	(void) source;
 	if (*newval != FLAKE_NODE_UNSET && !FlakeNodeFits(&guc_layout, *newval))
 	{
-		GUC_check_errdetail("With flakeid.node_bits = %d the node id must be "
-							"between 0 and %d.",
+		GUC_check_errdetail(NODE_RANGE_DETAIL,
 							guc_layout.node_bits, FlakeMaxNode(&guc_layout));
-		GUC_check_errhint("Choose a node id that fits, or raise "
-						  "flakeid.node_bits on every server whose IDs meet.");
+		GUC_check_errhint(NODE_RANGE_HINT);
 		return false;
 	}
 	return true;
@@ -190,12 +196,17 @@ IntApplied(const char *raw, int applied)
 /*
  * A configured value was rejected, and PostgreSQL kept the default in its
  * place: another node's id, or another layout.  Preloaded, refuse to
- * start; otherwise leave the node id unset or mark the layout invalid, so
- * that nothing is generated (or decoded) with the default.
+ * start, in the words PostgreSQL uses for a reload it refuses (an integer
+ * unquoted, as PostgreSQL writes it); otherwise leave the node id unset or
+ * mark the layout invalid, so that nothing is generated (or decoded) with
+ * the default.
  */
 static void
-Rejected(const char *name, const char *raw, const char *detail)
+Rejected(const char *name, const char *raw, const char *detail,
+		 const char *hint)
 {
+	int			value;
+
 	if (!FlakePreloaded())
 	{
 		if (strcmp(name, "flakeid.node_id") != 0 && rejected_layout_setting == NULL)
@@ -204,11 +215,16 @@ Rejected(const char *name, const char *raw, const char *detail)
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 parse_int(raw, &value, 0, NULL) ?
+			 errmsg("invalid value for parameter \"%s\": %d", name, value) :
 			 errmsg("invalid value for parameter \"%s\": \"%s\"", name, raw),
 			 errdetail_internal("%s", detail),
-			 errhint("Correct the setting in the server's configuration; "
-					 "flakeid does not start with a default in its place.")));
+			 errhint("%s", hint)));
 }
+
+#define LAYOUT_REJECTED_HINT \
+	"Correct the setting in the server's configuration; " \
+	"flakeid does not start with a default in its place."
 
 /*
  * Note the first configuration-only parameter whose placeholder got its
@@ -359,7 +375,8 @@ FlakeDefineGucs(void)
 							   0,
 							   CheckEpoch, AssignEpoch, NULL);
 	if (raw_epoch != NULL && strcmp(raw_epoch, epoch_guc) != 0)
-		Rejected("flakeid.epoch", raw_epoch, EPOCH_FORMAT_DETAIL);
+		Rejected("flakeid.epoch", raw_epoch, EPOCH_FORMAT_DETAIL,
+				 LAYOUT_REJECTED_HINT);
 
 	DefineCustomIntVariable("flakeid.node_bits",
 							"Bits of the ID that hold the node id.",
@@ -373,7 +390,8 @@ FlakeDefineGucs(void)
 	if (!IntApplied(raw_node_bits, node_bits_guc))
 		Rejected("flakeid.node_bits", raw_node_bits,
 				 psprintf("flakeid.node_bits must be an integer from 0 to %d.",
-						  FLAKE_MAX_NODE_BITS));
+						  FLAKE_MAX_NODE_BITS),
+				 LAYOUT_REJECTED_HINT);
 
 	DefineCustomIntVariable("flakeid.node_id",
 							"This server's flakeid node id.",
@@ -388,9 +406,9 @@ FlakeDefineGucs(void)
 							CheckNodeId, NULL, NULL);
 	if (!IntApplied(raw_node_id, flake_node_id))
 		Rejected("flakeid.node_id", raw_node_id,
-				 psprintf("With flakeid.node_bits = %d the node id must be "
-						  "an integer from 0 to %d.",
-						  guc_layout.node_bits, FlakeMaxNode(&guc_layout)));
+				 psprintf(NODE_RANGE_DETAIL,
+						  guc_layout.node_bits, FlakeMaxNode(&guc_layout)),
+				 NODE_RANGE_HINT);
 
 	DefineCustomIntVariable("flakeid.max_lead",
 							"How far generated IDs may run ahead of the "
@@ -423,6 +441,19 @@ FlakeDefineGucs(void)
 							"fails with an error instead.",
 							&flake_max_lease_wait_ms,
 							FLAKE_DEFAULT_MAX_LEASE_WAIT_MS, 1, 3600 * 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("flakeid.max_clock_skew",
+							"How far the clocks of a primary and its standbys "
+							"may disagree.",
+							"A server that ends archive recovery continues "
+							"this far, flakeid.max_lead and a lease ahead of "
+							"its clock, above every ID an old primary can "
+							"have returned.",
+							&flake_max_clock_skew_ms,
+							FLAKE_DEFAULT_MAX_CLOCK_SKEW_MS, 0, 3600 * 1000,
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);

@@ -14,6 +14,7 @@ extern int	flake_node_id;
 extern int	flake_max_lead_ms;
 extern int	flake_max_clock_wait_ms;
 extern int	flake_max_lease_wait_ms;
+extern int	flake_max_clock_skew_ms;
 extern int	flake_max_batch;
 extern int	flake_cache;
 extern uint64 flake_layout_settings_gen;

@@ -1,15 +1,29 @@
 /*-------------------------------------------------------------------------
  *
  * lease.c
- *	  Extending the time lease, and accepting a new layout: the two ways a
- *	  lease is made, both durable before anything is issued under it.
+ *	  Extending the time lease, setting a floor, and accepting a new
+ *	  layout: the ways a lease is made, each durable before anything is
+ *	  issued under it.
  *
  * No ID is issued with a millisecond at or past the lease end that is
  * durable: in WAL and flushed (when the library is preloaded), and in the
  * state file; and while the server has synchronous standbys, not at or
- * past the lease end they confirmed (see wal.c).  The lease worker renews
+ * past the lease end they have (see confirm.c).  The lease worker renews
  * the lease well ahead of use, so that the wait for the disk and the
  * standbys sits on the renewal, not on the calls.
+ *
+ * A server that ended archive recovery (a promoted standby, a restored
+ * backup) finds itself on another timeline than the newest lease it knows
+ * was made on.  Leases of the old primary that never reached it may cover
+ * IDs it returned, and left the server, so before its own first lease
+ * this server sets a floor above every ID the old primary can have
+ * returned: the old primary returned no ID more than flakeid.max_lead
+ * ahead of its clock (nor past a lease, itself at most a lease's length
+ * beyond that), so the floor is this server's clock plus flakeid.max_lead,
+ * a lease, and flakeid.max_clock_skew for the clocks' disagreement.  That
+ * holds when the old primary stopped generating before the promotion, and
+ * the clocks agree within flakeid.max_clock_skew.  A crash restart stays
+ * on its timeline, and its state file covers every ID it issued: no floor.
  *
  *-------------------------------------------------------------------------
  */
@@ -24,6 +38,7 @@
 #include "utils/tuplestore.h"
 
 #include "clock.h"
+#include "confirm.h"
 #include "guc.h"
 #include "layout.h"
 #include "lease.h"
@@ -37,34 +52,109 @@ PG_FUNCTION_INFO_V1(flakeid_accept_layout);
 PG_FUNCTION_INFO_V1(flakeid_state_file);
 
 /*
- * Make a lease durable: in WAL when this server can log it, then in the
- * state file and the generator, with whether the synchronous standbys
- * confirmed it.  False when the wait for WAL was interrupted (the lease
- * may not be used) or the file could not be written (errno says why).
+ * Make a lease durable: in WAL when this server can log it (the
+ * synchronous standbys confirm it once they have flushed the record), then
+ * in the state file and the generator.  False when the file could not be
+ * written (errno says why).
  */
 static bool
 FlakeMakeDurable(FlakeShared *s, const FlakeLease *lease, bool is_floor)
 {
-	bool		confirmed = false;
+	if (FlakeCanLogLease())
+		FlakeConfirmRecord(&s->confirm, FlakeWalLogLease(lease), lease->lease_end);
+	return FlakeStoreLease(s, lease, is_floor);
+}
 
-	if (FlakeCanLogLease() && !FlakeWalLogLease(lease, &confirmed))
-	{
-		errno = 0;
+/* The timeline this server is on; it generates, so recovery is over. */
+static uint32
+CurrentTimeline(void)
+{
+	return (uint32) GetWALInsertionTimeLine();
+}
+
+/*
+ * The timeline the newest lease was made on: 1 for a server that never
+ * made one, or made it with flakeid 1.2 or older.
+ */
+static uint32
+RecordedTimeline(const FlakeLease *recorded, bool have_recorded)
+{
+	return have_recorded ? FlakeLeaseTimeline(recorded) : 1;
+}
+
+/*
+ * The floor, in ms of layout, above every ID an old primary can have
+ * returned (see above), when this server is on another timeline than the
+ * newest lease was made on; else 0.
+ */
+static int64
+TimelineFloor(const FlakeLayout *layout, const FlakeLease *recorded,
+			  bool have_recorded)
+{
+	if (RecordedTimeline(recorded, have_recorded) == CurrentTimeline())
+		return 0;
+	return FlakeClockMs(layout) + flake_max_lead_ms + FLAKE_LEASE_MS +
+		flake_max_clock_skew_ms;
+}
+
+/*
+ * The newest lease is in memory only (replayed while the state file could
+ * not be written), or the server is on another timeline than the one the
+ * newest lease was made on: write a floor lease before any other, on this
+ * timeline, above the newest lease and, after a change of timeline, above
+ * every ID an old primary can have returned.  The file is enough: every
+ * ID needs a renewal past the floor, which goes to WAL too.  Returns
+ * whether it is written.
+ */
+static bool
+FlakeWriteFloor(FlakeShared *s, const FlakeLayout *layout, int32 node,
+				const FlakeLease *recorded, bool have_recorded)
+{
+	uint32		timeline = CurrentTimeline();
+	uint32		was = RecordedTimeline(recorded, have_recorded);
+	int64		floor_ms = Max(have_recorded ? recorded->lease_end : 0,
+							   TimelineFloor(layout, recorded, have_recorded));
+	FlakeLease	lease;
+
+	FlakeLeaseFill(&lease, layout, node, Min(floor_ms, FLAKE_MAX_MS + 1), timeline);
+	if (!FlakeStoreLease(s, &lease, true))
 		return false;
-	}
-	return FlakeStoreLease(s, lease, is_floor, confirmed);
+	if (was != timeline)
+		ereport(LOG,
+				(errmsg("flakeid continues from %s on timeline %u",
+						timestamptz_to_str(FlakeTimestamp(layout, lease.lease_end)),
+						timeline),
+				 errdetail("The newest time lease was made on timeline %u: after the end of archive recovery, "
+						   "IDs continue above every ID that the old primary can have returned, "
+						   "flakeid.max_lead, a lease and flakeid.max_clock_skew ahead of the clock.",
+						   was)));
+	return true;
+}
+
+/*
+ * Whether a floor must be written before the next lease: the newest lease
+ * is not in the state file, or was made on another timeline.
+ */
+static bool
+FlakeFloorNeeded(FlakeShared *s, FlakeStatus status, FlakeLease *recorded,
+				 bool *have_recorded)
+{
+	*have_recorded = FlakeRecordedLease(s, recorded);
+	return status == FLAKE_GEN_FILE_BEHIND ||
+		RecordedTimeline(recorded, *have_recorded) != CurrentTimeline();
 }
 
 /*
  * Extend the lease when the IDs or the clock come within half a lease of
- * its end, or a caller asks.  While the server has synchronous standbys
- * the lease that counts is the one they confirmed: a lease made before
- * they were named is logged again, at least as far, to be confirmed.  An
- * idle server lets the lease lapse.  The lease reaches no further than
- * the IDs may be returned (flakeid.max_lead ahead of the clock), even when
- * calls reserved further ahead and wait for the clock, so that a restart
- * continues close to the clock.  The lease worker calls this;
- * renewed_tick is its memory of next_tick at the last renewal.
+ * its end, or a caller asks; first write a floor where one is needed (see
+ * FlakeWriteFloor()).  While the server has synchronous standbys, calls
+ * use the part of the lease they have flushed, as confirm.c works it out;
+ * a lease record already in WAL counts once they flush it, so it is not
+ * logged again.  An idle server lets the lease lapse.  The lease reaches
+ * no further than the IDs may be returned (flakeid.max_lead ahead of the
+ * clock), even when calls reserved further ahead and wait for the clock,
+ * so that a restart continues close to the clock.  The lease worker calls
+ * this; renewed_tick is its memory of next_tick at the last renewal.
  */
 void
 FlakeLeaseRenew(FlakeShared *s, uint64 *renewed_tick)
@@ -73,33 +163,44 @@ FlakeLeaseRenew(FlakeShared *s, uint64 *renewed_tick)
 	uint64		next = pg_atomic_read_u64(&s->next_tick);
 	int64		lease_end = (int64) pg_atomic_read_u64(&s->lease_end);
 	int64		wanted = (int64) pg_atomic_read_u64(&s->lease_wanted);
-	int64		usable = FlakeStandbyConfirms() ?
-		(int64) pg_atomic_read_u64(&s->sync_end) : lease_end;
 	FlakeLayout layout;
 	uint32		word = FlakeSnapshot(s, &layout);
+	FlakeStatus status = FlakeWordStatus(word);
+	FlakeLease	recorded;
+	bool		have_recorded;
 	int64		now;
 	int64		horizon;
 	int64		new_end;
 	FlakeLease	lease;
 
-	if (FlakeWordStatus(word) != FLAKE_GEN_READY || RecoveryInProgress())
+	if ((status != FLAKE_GEN_READY && status != FLAKE_GEN_FILE_BEHIND) ||
+		RecoveryInProgress())
 		return;
+	if (FlakeFloorNeeded(s, status, &recorded, &have_recorded))
+	{
+		if (FlakeWriteFloor(s, &layout, FlakeWordNode(word), &recorded, have_recorded))
+			ConditionVariableBroadcast(&s->lease_cv);
+		return;
+	}
 	now = FlakeClockMs(&layout);
 	horizon = Max(now, wanted);
 	if (next > 0)
 		horizon = Max(horizon, Min(FlakeTickMs(&layout, next - 1),
 								   now + flake_max_lead_ms) + 1);
 	new_end = Min(horizon + FLAKE_LEASE_MS, FLAKE_MAX_MS + 1);
-	if (usable - horizon >= FLAKE_LEASE_MS / 2 || new_end <= usable)
+	if (lease_end - horizon >= FLAKE_LEASE_MS / 2 || new_end <= lease_end)
 		return;
-	if (!asked && wanted <= usable && next == *renewed_tick)
+	if (!asked && wanted <= lease_end && next == *renewed_tick)
 		return;
 
 	/* never below the lease on disk: IDs may have been issued under it */
-	FlakeLeaseFill(&lease, &layout, FlakeWordNode(word), Max(new_end, lease_end));
+	FlakeLeaseFill(&lease, &layout, FlakeWordNode(word), Max(new_end, lease_end),
+				   CurrentTimeline());
 	if (!FlakeMakeDurable(s, &lease, false))
 		return;
 	*renewed_tick = next;
+	if (FlakeStandbyConfirms())
+		(void) FlakeConfirmCheck(&s->confirm, now);
 	ConditionVariableBroadcast(&s->lease_cv);
 }
 
@@ -219,8 +320,10 @@ flakeid_accept_layout(PG_FUNCTION_ARGS)
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	/* on a new timeline, the floor above an old primary's IDs too */
+	floor_ms = Max(floor_ms, TimelineFloor(&layout, &s->recorded, true));
 	s->accepting = true;
-	FlakeLeaseFill(&lease, &layout, s->node_id, floor_ms);
+	FlakeLeaseFill(&lease, &layout, s->node_id, floor_ms, CurrentTimeline());
 	LWLockRelease(&s->lock);
 
 	PG_TRY();
@@ -234,11 +337,6 @@ flakeid_accept_layout(PG_FUNCTION_ARGS)
 	}
 	PG_END_TRY();
 	AcceptDone(s);
-	if (!ok && errno == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_QUERY_CANCELED),
-				 errmsg("canceling the wait for synchronous replication of the new flakeid layout"),
-				 errdetail("The layout was not accepted; run flakeid_accept_layout() again.")));
 	if (!ok)
 		ereport(ERROR,
 				(errcode_for_file_access(),

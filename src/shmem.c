@@ -77,6 +77,8 @@ FlakeComputeStatus(const FlakeShared *s)
 		return FLAKE_GEN_FILE_UNREADABLE;
 	if (s->file_status == FLAKE_FILE_DAMAGED)
 		return FLAKE_GEN_FILE_DAMAGED;
+	if (s->file_behind)
+		return FLAKE_GEN_FILE_BEHIND;
 	if (!FlakeSameLayout(&s->configured, &s->layout))
 		return FLAKE_GEN_LAYOUT_CHANGED;
 	if (!FlakeNodeFits(&s->layout, s->node_id))
@@ -96,7 +98,15 @@ FlakePublish(FlakeShared *s)
 	uint32		gen = FlakeWordGen(old) % 255 + 1;
 	int32		node = FlakeNodeFits(&s->layout, s->node_id) ? s->node_id : 0;
 
-	/* a full barrier: what changed is visible before the new word */
+	/*
+	 * pg_atomic_exchange_u32() is a full memory barrier (port/atomics.h):
+	 * every store before it (the layout, the node id, next_tick, the lease
+	 * end, the status's facts) is visible to another process before the
+	 * new word is.  Readers pair it with the read barriers of
+	 * FlakeSnapshot(), and with the fetch-and-add or compare-and-swap of a
+	 * reservation, also full barriers, before they read the word again.
+	 * x86 does not reorder stores, so no test there sees this barrier go.
+	 */
 	(void) pg_atomic_exchange_u32(&s->word,
 								  FlakeWord(gen, FlakeComputeStatus(s), node));
 }
@@ -150,7 +160,7 @@ FlakeSetLayout(FlakeShared *s, const FlakeLayout *layout)
 	s->layout = *layout;
 	pg_atomic_write_u64(&s->next_tick, 0);
 	pg_atomic_write_u64(&s->lease_end, 0);
-	pg_atomic_write_u64(&s->sync_end, 0);
+	FlakeConfirmReset(&s->confirm);
 	s->changing = false;
 }
 
@@ -227,13 +237,14 @@ FlakeInitShared(void *ptr)
 	pg_atomic_init_u32(&s->word, 0);
 	pg_atomic_init_u32(&s->renew_asked, 0);
 	pg_atomic_init_u64(&s->lease_end, 0);
-	pg_atomic_init_u64(&s->sync_end, 0);
 	pg_atomic_init_u64(&s->lease_wanted, 0);
 	pg_atomic_init_u64(&s->waits, 0);
 	pg_atomic_init_u64(&s->clock_steps_back, 0);
 	pg_atomic_init_u64(&s->worker_launched_at, 0);
+	pg_atomic_init_u64(&s->file_writes, 0);
 	ConditionVariableInit(&s->lease_cv);
 	LWLockInitialize(&s->lock, FlakeNewTranche());
+	FlakeConfirmInit(&s->confirm, s->lock.tranche);
 	s->worker_latch = NULL;
 	s->started = GetCurrentTimestamp();
 	s->nslots = FlakeSlotCount();
@@ -409,32 +420,37 @@ FlakeAdoptNode(FlakeShared *s, int32 node_id)
 }
 
 /*
- * The synchronous standbys changed (synchronous_standby_names was
- * reloaded): what the old ones confirmed does not count for the new ones,
- * so calls wait for a lease the new ones confirm.
+ * Take a lease into the generator: a renewal raises the lease end; a
+ * floor (a replayed or accepted lease) may also bring a layout and raises
+ * the next ID.  The caller holds the lock.
  */
-void
-FlakeForgetConfirmation(FlakeShared *s)
-{
-	LWLockAcquire(&s->lock, LW_EXCLUSIVE);
-	pg_atomic_write_u64(&s->sync_end, 0);
-	LWLockRelease(&s->lock);
-}
-
-/*
- * Store a lease in the state file and in the generator.  A renewal raises
- * the lease end; a floor (a replayed or accepted lease) may also bring a
- * layout and raises the next ID; a renewal that the synchronous standbys
- * confirmed also raises the confirmed end.  Returns false with errno set
- * when the file could not be written; the generator is then unchanged.
- */
-bool
-FlakeStoreLease(FlakeShared *s, const FlakeLease *lease, bool is_floor,
-				bool confirmed)
+static void
+FlakeTakeLease(FlakeShared *s, const FlakeLease *lease, bool is_floor)
 {
 	FlakeLayout layout;
 
-	LWLockAcquire(&s->lock, LW_EXCLUSIVE);
+	s->recorded = *lease;
+	s->have_recorded = true;
+	FlakeLeaseLayout(lease, &layout);
+	if (is_floor)
+	{
+		if (!FlakeSameLayout(&layout, &s->layout))
+			FlakeSetLayout(s, &layout);
+		FlakeSetFloor(s, lease->lease_end);
+	}
+	else if ((int64) pg_atomic_read_u64(&s->lease_end) < lease->lease_end)
+		pg_atomic_write_u64(&s->lease_end, (uint64) lease->lease_end);
+}
+
+/*
+ * Write a lease to the state file and, if that worked, take it into the
+ * generator.  Returns false with errno set when the file could not be
+ * written; the generator is then unchanged.  The caller holds the lock.
+ */
+static bool
+FlakeWriteLease(FlakeShared *s, const FlakeLease *lease, bool is_floor)
+{
+	pg_atomic_fetch_add_u64(&s->file_writes, 1);
 	if (!FlakeStateFileWrite(lease, s->serial + 1))
 	{
 		int			save_errno = errno;
@@ -443,10 +459,9 @@ FlakeStoreLease(FlakeShared *s, const FlakeLease *lease, bool is_floor,
 			ereport(LOG,
 					(errcode_for_file_access(),
 					 errmsg("could not write flakeid state file \"%s\": %m", FLAKE_STATE_FILE),
-					 errdetail("No IDs will be generated past the current lease until the file can be written.")));
+					 errdetail("No IDs will be generated past the lease in the file until the file can be written.")));
 		s->lease_failing = true;
 		s->lease_errno = save_errno;
-		LWLockRelease(&s->lock);
 		errno = save_errno;
 		return false;
 	}
@@ -455,24 +470,64 @@ FlakeStoreLease(FlakeShared *s, const FlakeLease *lease, bool is_floor,
 				(errmsg("flakeid state file \"%s\" written again", FLAKE_STATE_FILE)));
 	s->lease_failing = false;
 	s->serial++;
-	s->recorded = *lease;
-	s->have_recorded = true;
 	s->file_status = FLAKE_FILE_OK;
+	s->file_behind = false;
+	FlakeTakeLease(s, lease, is_floor);
+	return true;
+}
 
-	FlakeLeaseLayout(lease, &layout);
-	if (is_floor)
+/*
+ * Store a lease in the state file and in the generator (see
+ * FlakeWriteLease()).
+ */
+bool
+FlakeStoreLease(FlakeShared *s, const FlakeLease *lease, bool is_floor)
+{
+	bool		written;
+	int			save_errno;
+
+	LWLockAcquire(&s->lock, LW_EXCLUSIVE);
+	written = FlakeWriteLease(s, lease, is_floor);
+	save_errno = errno;
+	if (written)
+		FlakePublish(s);
+	LWLockRelease(&s->lock);
+	errno = save_errno;
+	return written;
+}
+
+/*
+ * Adopt a lease replayed from WAL, on a standby or in crash recovery,
+ * unless it is older than the newest one known: the floor never goes
+ * back.  When the state file cannot be written, the lease is kept in
+ * memory all the same, so that neither recovery nor replication stops
+ * for flakeid's own file, and generation waits until the lease worker has
+ * written it (FLAKE_GEN_FILE_BEHIND).  Returns whether the lease was
+ * adopted.
+ */
+bool
+FlakeAdoptLease(FlakeShared *s, const FlakeLease *lease)
+{
+	LWLockAcquire(&s->lock, LW_EXCLUSIVE);
+	if (s->have_recorded &&
+		(!FlakeLeaseCovers(lease, &s->recorded) ||
+		 memcmp(lease, &s->recorded, sizeof(FlakeLease)) == 0))
 	{
-		if (!FlakeSameLayout(&layout, &s->layout))
-			FlakeSetLayout(s, &layout);
-		FlakeSetFloor(s, lease->lease_end);
+		LWLockRelease(&s->lock);
+		return false;
 	}
-	else
+	if (!FlakeWriteLease(s, lease, true))
 	{
-		if ((int64) pg_atomic_read_u64(&s->lease_end) < lease->lease_end)
-			pg_atomic_write_u64(&s->lease_end, (uint64) lease->lease_end);
-		if (confirmed &&
-			(int64) pg_atomic_read_u64(&s->sync_end) < lease->lease_end)
-			pg_atomic_write_u64(&s->sync_end, (uint64) lease->lease_end);
+		FlakeLayout layout;
+
+		FlakeLeaseLayout(lease, &layout);
+		if (!s->file_behind)
+			ereport(LOG,
+					(errmsg("flakeid keeps the replayed time lease in memory until the state file can be written"),
+					 errdetail("The lease ends at %s. No IDs are generated until the file holds it.",
+							   timestamptz_to_str(FlakeTimestamp(&layout, lease->lease_end)))));
+		s->file_behind = true;
+		FlakeTakeLease(s, lease, true);
 	}
 	FlakePublish(s);
 	LWLockRelease(&s->lock);
@@ -480,26 +535,18 @@ FlakeStoreLease(FlakeShared *s, const FlakeLease *lease, bool is_floor,
 }
 
 /*
- * Adopt a lease replayed from WAL, on a standby or in crash recovery,
- * unless it is older than the one recorded: the floor never goes back.
- * Failing to write the state file stops recovery, which would otherwise
- * lose the floor.  Returns whether the lease was adopted.
+ * The newest lease known (on disk, or replayed and not yet written);
+ * false when there is none.
  */
 bool
-FlakeAdoptLease(FlakeShared *s, const FlakeLease *lease)
+FlakeRecordedLease(FlakeShared *s, FlakeLease *lease)
 {
-	bool		newer;
+	bool		have;
 
 	LWLockAcquire(&s->lock, LW_SHARED);
-	newer = !s->have_recorded ||
-		(FlakeLeaseCovers(lease, &s->recorded) &&
-		 memcmp(lease, &s->recorded, sizeof(FlakeLease)) != 0);
+	have = s->have_recorded;
+	if (have)
+		*lease = s->recorded;
 	LWLockRelease(&s->lock);
-	if (!newer)
-		return false;
-	if (!FlakeStoreLease(s, lease, true, false))
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not write flakeid state file \"%s\": %m", FLAKE_STATE_FILE)));
-	return true;
+	return have;
 }

@@ -14,6 +14,7 @@
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 
+#include "confirm.h"
 #include "layout.h"
 #include "record.h"
 #include "statefile.h"
@@ -31,7 +32,8 @@ typedef enum FlakeStatus
 	FLAKE_GEN_LAYOUT_CHANGED,		/* the settings differ from the recorded layout */
 	FLAKE_GEN_LAYOUT_INVALID,		/* a layout setting was rejected */
 	FLAKE_GEN_FILE_DAMAGED,		/* no copy of the lease in the file is valid */
-	FLAKE_GEN_FILE_UNREADABLE	/* the state file could not be read */
+	FLAKE_GEN_FILE_UNREADABLE,	/* the state file could not be read */
+	FLAKE_GEN_FILE_BEHIND		/* a replayed lease is not in the file yet */
 } FlakeStatus;
 
 /*
@@ -86,17 +88,19 @@ typedef struct FlakeShared
 	pg_atomic_uint32 word;		/* see FlakeWord() */
 	pg_atomic_uint32 renew_asked;	/* a caller woke the lease worker */
 	pg_atomic_uint64 lease_end; /* durable: every ID issued has ms < it */
-	pg_atomic_uint64 sync_end;	/* the part of it the synchronous standbys
-								 * confirmed */
 	FlakeLayout layout;			/* IDs are made and decoded with it */
 	char		pad2[PG_CACHE_LINE_SIZE - 2 * sizeof(pg_atomic_uint32) -
-					 2 * sizeof(pg_atomic_uint64) - sizeof(FlakeLayout)];
+					 sizeof(pg_atomic_uint64) - sizeof(FlakeLayout)];
+
+	/* The part of the lease the synchronous standbys have (confirm.c). */
+	FlakeConfirm confirm;
 
 	/* The slow paths. */
 	pg_atomic_uint64 lease_wanted;	/* a lease end some caller needs */
 	pg_atomic_uint64 waits;		/* calls that slept for the clock */
 	pg_atomic_uint64 clock_steps_back;	/* backward steps seen */
 	pg_atomic_uint64 worker_launched_at;	/* ms, when not preloaded */
+	pg_atomic_uint64 file_writes;	/* attempts to write the state file */
 	ConditionVariable lease_cv; /* broadcast after each renewal */
 
 	/* Protected by lock, which also serialises writes of the state file. */
@@ -109,8 +113,9 @@ typedef struct FlakeShared
 	FlakeFileStatus file_status;	/* what reading the state file found */
 	int			file_errno;		/* why it could not be read */
 	bool		have_recorded;	/* whether recorded holds a lease */
-	FlakeLease	recorded;		/* the newest lease on disk */
-	uint64		serial;			/* of that record */
+	FlakeLease	recorded;		/* the newest lease, on disk unless behind */
+	bool		file_behind;	/* recorded was replayed, not yet written */
+	uint64		serial;			/* of the newest record on disk */
 	bool		changing;		/* a node id or layout is being adopted */
 	bool		accepting;		/* flakeid_accept_layout() is at work */
 	bool		lease_failing;	/* the last write of the file failed */
@@ -130,9 +135,9 @@ extern uint32 FlakeSnapshot(FlakeShared *s, FlakeLayout *layout);
 extern void FlakePublish(FlakeShared *s);
 extern void FlakeSetFloor(FlakeShared *s, int64 floor_ms);
 extern void FlakeAdoptNode(FlakeShared *s, int32 node_id);
-extern void FlakeForgetConfirmation(FlakeShared *s);
 extern bool FlakeStoreLease(FlakeShared *s, const FlakeLease *lease,
-							bool is_floor, bool confirmed);
+							bool is_floor);
 extern bool FlakeAdoptLease(FlakeShared *s, const FlakeLease *lease);
+extern bool FlakeRecordedLease(FlakeShared *s, FlakeLease *lease);
 
 #endif							/* FLAKEID_SHMEM_H */

@@ -13,7 +13,10 @@
  * use; a copy damaged later has a twin with the same lease.
  *
  * Version 1 of the file kept its two copies at offsets 0 and 512, written
- * alternately; it is still read, and the first write replaces it.
+ * alternately; version 2 had the current slots and a record without the
+ * timeline.  Both are still read, and the first write replaces them.  The
+ * slot at 512 is shown only while it holds something: in a file of the
+ * current format it is unused, and zero.
  *
  * This file knows nothing of shared memory: callers pass what to write
  * and take what was read.  flakeid_state_file() shows the copies to SQL,
@@ -33,7 +36,8 @@
 #include "statefile.h"
 
 #define FLAKE_RECORD_MAGIC		0x464c4b31	/* "FLK1" */
-#define FLAKE_RECORD_VERSION	2
+#define FLAKE_RECORD_VERSION	3
+#define FLAKE_RECORD_V2			2
 #define FLAKE_RECORD_V1			1
 #define FLAKE_RECORD_SIZE		512
 
@@ -46,9 +50,21 @@ typedef struct FlakeRecord
 	pg_crc32c	crc;			/* of everything above */
 } FlakeRecord;
 
+/* Versions 1 and 2: the lease without its timeline, and the CRC after it. */
+typedef struct FlakeRecordNoTimeline
+{
+	uint32		magic;
+	uint32		version;
+	uint64		serial;
+	char		lease[FLAKE_LEASE_SIZE_NO_TIMELINE];
+	pg_crc32c	crc;
+} FlakeRecordNoTimeline;
+
 StaticAssertDecl(sizeof(FlakeRecord) <= FLAKE_RECORD_SIZE,
 				 "flakeid state record too large");
-StaticAssertDecl(offsetof(FlakeRecord, lease) == 16,
+StaticAssertDecl(offsetof(FlakeRecord, lease) == 16 &&
+				 offsetof(FlakeRecordNoTimeline, lease) == 16 &&
+				 offsetof(FlakeRecordNoTimeline, crc) == 40,
 				 "flakeid state record layout changed");
 
 /* The copies of the current format, in the order they are written. */
@@ -61,34 +77,81 @@ static const int slot_offset[FLAKE_FILE_SLOTS] = {0, 4096, 512};
 /* Whether the version 1 copy was wiped by this process already. */
 static bool v1_copy_wiped = false;
 
+/* The CRC of the first len bytes of a record. */
 static pg_crc32c
-RecordCrc(const FlakeRecord *rec)
+RecordCrc(const void *rec, size_t len)
 {
 	pg_crc32c	crc;
 
 	INIT_CRC32C(crc);
-	COMP_CRC32C(crc, rec, offsetof(FlakeRecord, crc));
+	COMP_CRC32C(crc, rec, len);
 	FIN_CRC32C(crc);
 	return crc;
 }
 
-/* Whether a record may sit in a slot: version 1 at 0 and 512, 2 at 0 and 4096. */
+/*
+ * Take a record of any version apart into a copy; false when its CRC is
+ * wrong or its version unknown.
+ */
+static bool
+ParseRecord(const char *buf, FlakeFileCopy *copy)
+{
+	FlakeRecord rec;
+	FlakeRecordNoTimeline old;
+
+	memcpy(&rec, buf, sizeof(rec));
+	copy->version = rec.version;
+	copy->serial = rec.serial;
+	if (rec.magic != FLAKE_RECORD_MAGIC)
+		return false;
+	if (rec.version == FLAKE_RECORD_VERSION)
+	{
+		copy->lease = rec.lease;
+		return EQ_CRC32C(rec.crc, RecordCrc(&rec, offsetof(FlakeRecord, crc)));
+	}
+	if (rec.version != FLAKE_RECORD_V2 && rec.version != FLAKE_RECORD_V1)
+		return false;
+	memcpy(&old, buf, sizeof(old));
+	memset(&copy->lease, 0, sizeof(FlakeLease));
+	memcpy(&copy->lease, old.lease, sizeof(old.lease));
+	return EQ_CRC32C(old.crc, RecordCrc(&old, offsetof(FlakeRecordNoTimeline, crc)));
+}
+
+/* Whether a slot holds nothing but zeros. */
+static bool
+SlotIsZero(const char *buf)
+{
+	for (int i = 0; i < FLAKE_RECORD_SIZE; i++)
+	{
+		if (buf[i] != 0)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Whether a record may sit in a slot: version 1 at 0 and 512, 2 and 3 at
+ * 0 and 4096.
+ */
 static bool
 VersionFitsSlot(uint32 version, int slot)
 {
-	if (version == FLAKE_RECORD_VERSION)
+	if (version == FLAKE_RECORD_VERSION || version == FLAKE_RECORD_V2)
 		return slot != FLAKE_SLOT_V1;
 	if (version == FLAKE_RECORD_V1)
 		return slot != FLAKE_SLOT_FIRST;
 	return false;
 }
 
-/* Read one slot; false with errno set when the read itself failed. */
+/*
+ * Read one slot; false with errno set when the read itself failed.  The
+ * slot of version 1's second copy is present only while it holds
+ * something.
+ */
 static bool
 ReadSlot(int fd, int slot, FlakeFileCopy *copy)
 {
 	char		buf[FLAKE_RECORD_SIZE];
-	FlakeRecord rec;
 	ssize_t		got;
 
 	memset(copy, 0, sizeof(FlakeFileCopy));
@@ -96,17 +159,13 @@ ReadSlot(int fd, int slot, FlakeFileCopy *copy)
 	got = pg_pread(fd, buf, FLAKE_RECORD_SIZE, slot_offset[slot]);
 	if (got < 0)
 		return false;
-	copy->present = (got == FLAKE_RECORD_SIZE);
+	copy->present = (got == FLAKE_RECORD_SIZE) &&
+		!(slot == FLAKE_SLOT_V1 && SlotIsZero(buf));
 	if (!copy->present)
 		return true;
-	memcpy(&rec, buf, sizeof(rec));
-	copy->version = rec.version;
-	copy->serial = rec.serial;
-	copy->lease = rec.lease;
-	copy->valid = rec.magic == FLAKE_RECORD_MAGIC &&
-		VersionFitsSlot(rec.version, slot) &&
-		EQ_CRC32C(rec.crc, RecordCrc(&rec)) &&
-		FlakeLeaseSane(&rec.lease);
+	copy->valid = ParseRecord(buf, copy) &&
+		VersionFitsSlot(copy->version, slot) &&
+		FlakeLeaseSane(&copy->lease);
 	return true;
 }
 
@@ -171,8 +230,8 @@ FlakeStateFileRead(FlakeLease *lease, uint64 *serial)
 	else
 		twin = (best == FLAKE_SLOT_FIRST) ? FLAKE_SLOT_SECOND : FLAKE_SLOT_FIRST;
 	if (!copies[twin].valid ||
-		(copies[best].version == FLAKE_RECORD_VERSION &&
-		 copies[twin].version != FLAKE_RECORD_VERSION))
+		(copies[best].version != FLAKE_RECORD_V1 &&
+		 copies[twin].version == FLAKE_RECORD_V1))
 		ereport(WARNING,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("flakeid state file \"%s\" has a damaged copy of the time lease",
@@ -241,7 +300,7 @@ FlakeStateFileWrite(const FlakeLease *lease, uint64 serial)
 	rec.version = FLAKE_RECORD_VERSION;
 	rec.serial = serial;
 	rec.lease = *lease;
-	rec.crc = RecordCrc(&rec);
+	rec.crc = RecordCrc(&rec, offsetof(FlakeRecord, crc));
 	memset(buf, 0, sizeof(buf));
 	memcpy(buf, &rec, sizeof(rec));
 

@@ -7,13 +7,15 @@
  * When preloaded, every lease (each renewal and each accepted layout) is
  * WAL-logged through a custom resource manager, and the record is flushed
  * before any ID under the lease is issued.  While synchronous_standby_names
- * names standbys, the record must also be confirmed by the synchronous
- * standbys, whatever synchronous_commit says: the generator's lease has
- * two ends, the flushed one and the confirmed one, and a call uses the
- * confirmed one from the moment the server has synchronous standbys (see
- * FlakeStandbyConfirms()).  Redo adopts the lease unless it is older than
- * the recorded one: a standby's floor, in its own state file, stays above
- * every ID its primary issued under a lease it has received.
+ * names standbys, the record must also be flushed by the standbys that are
+ * synchronous when an ID under it is returned, whatever synchronous_commit
+ * says: the generator's lease has two ends, the flushed one and the
+ * confirmed one, and a call uses the confirmed one from the moment the
+ * server has synchronous standbys (see FlakeStandbyConfirms() and
+ * confirm.c).  Redo adopts the lease unless it is older than the recorded
+ * one: a standby's floor, in its own state file, stays above every ID its
+ * primary issued under a lease it has received.  A record of flakeid 1.2
+ * or older has no timeline; one of this version is read by those as theirs.
  *
  * The resource manager's ID is not entered in PostgreSQL's registry of
  * custom resource managers.  Should another preloaded extension use the
@@ -49,7 +51,7 @@
  * shared, so it holds in every process at once, whichever noticed the
  * reload first.  synchronous_commit does not enter into it, so that
  * neither a reload of it nor a session's SET lets an unconfirmed lease be
- * used.  Cheap: a read of one flag, on the calls past the confirmed lease.
+ * used.  Cheap: a read of one shared flag that seldom changes.
  */
 bool
 FlakeStandbyConfirms(void)
@@ -59,69 +61,45 @@ FlakeStandbyConfirms(void)
 }
 
 /*
- * Make this process's waits in FlakeWalLogLease() wait for the synchronous
- * standbys whenever synchronous_standby_names names any: its own
- * synchronous_commit is "on" (flushed by the standbys), whatever the
- * configuration or a reload says.  The lease worker calls it once.
+ * Log a lease and flush it.  Returns where the record ends: it counts as
+ * confirmed once the synchronous standbys have flushed that far (see
+ * confirm.c).
  */
-void
-FlakeLeaseWaitsForStandbys(void)
-{
-	SetConfigOption("synchronous_commit", "on", PGC_SUSET, PGC_S_OVERRIDE);
-}
-
-/* Whether the synchronous standbys have flushed WAL up to lsn. */
-static bool
-StandbysFlushed(XLogRecPtr lsn)
-{
-	bool		flushed;
-
-	LWLockAcquire(SyncRepLock, LW_SHARED);
-	flushed = FlakeSyncStandbysNamed() &&
-		WalSndCtl->lsn[SYNC_REP_WAIT_FLUSH] >= lsn;
-	LWLockRelease(SyncRepLock);
-	return flushed;
-}
-
-/*
- * Log a lease and wait until it is flushed and, if this process waits for
- * synchronous replication (the lease worker does whenever there are
- * synchronous standbys), confirmed by the synchronous standbys.  Sets
- * *confirmed to whether they confirmed it.  False when the wait was cut
- * short by a cancel or a shutdown: the lease must not be used then.
- */
-bool
-FlakeWalLogLease(const FlakeLease *lease, bool *confirmed)
+XLogRecPtr
+FlakeWalLogLease(const FlakeLease *lease)
 {
 	XLogRecPtr	lsn;
-	bool		interrupted;
 
-	CHECK_FOR_INTERRUPTS();
 	XLogBeginInsert();
 	XLogRegisterData((char *) lease, sizeof(FlakeLease));
 	lsn = XLogInsert(FLAKE_RMGR_ID, XLOG_FLAKE_LEASE);
 	XLogFlush(lsn);
+	return lsn;
+}
 
-	HOLD_INTERRUPTS();
-	SyncRepWaitForLSN(lsn, false);
-	/* a cancel or a shutdown ends the wait without confirmation */
-	interrupted = InterruptPending || ProcDiePending;
-	RESUME_INTERRUPTS();
-	if (interrupted)
+/* The lease of a record, of this version or an older one (no timeline). */
+static bool
+RecordLease(XLogReaderState *record, FlakeLease *lease)
+{
+	Size		len = XLogRecGetDataLen(record);
+
+	if ((XLogRecGetInfo(record) & ~XLR_INFO_MASK) != XLOG_FLAKE_LEASE ||
+		(len != sizeof(FlakeLease) && len != FLAKE_LEASE_SIZE_NO_TIMELINE))
 		return false;
-	*confirmed = StandbysFlushed(lsn);
+	memset(lease, 0, sizeof(FlakeLease));
+	memcpy(lease, XLogRecGetData(record), len);
 	return true;
 }
 
 static void
 flakeid_redo(XLogReaderState *record)
 {
-	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
 	FlakeLease	lease;
 
-	if (info != XLOG_FLAKE_LEASE)
-		elog(PANIC, "flakeid_redo: unknown op code %u", info);
-	memcpy(&lease, XLogRecGetData(record), sizeof(lease));
+	if (!RecordLease(record, &lease))
+		elog(PANIC, "flakeid_redo: unknown record (info %u, %u bytes)",
+			 XLogRecGetInfo(record) & ~XLR_INFO_MASK,
+			 (unsigned) XLogRecGetDataLen(record));
 	if (!FlakeLeaseSane(&lease))
 		elog(PANIC, "flakeid_redo: lease record out of range");
 	(void) FlakeAdoptLease(FlakeAttach(), &lease);
@@ -132,12 +110,11 @@ flakeid_desc(StringInfo buf, XLogReaderState *record)
 {
 	FlakeLease	lease;
 
-	if ((XLogRecGetInfo(record) & ~XLR_INFO_MASK) != XLOG_FLAKE_LEASE)
+	if (!RecordLease(record, &lease))
 		return;
-	memcpy(&lease, XLogRecGetData(record), sizeof(lease));
-	appendStringInfo(buf, "lease end %lld ms; epoch %lld ms; node_bits %d; node %d",
+	appendStringInfo(buf, "lease end %lld ms; epoch %lld ms; node_bits %d; node %d; timeline %u",
 					 (long long) lease.lease_end, (long long) lease.epoch_ms,
-					 lease.node_bits, lease.node_id);
+					 lease.node_bits, lease.node_id, lease.timeline);
 }
 
 static const char *

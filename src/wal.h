@@ -8,11 +8,12 @@
 #ifndef FLAKEID_WAL_H
 #define FLAKEID_WAL_H
 
+#include "access/xlogdefs.h"
+
 #include "record.h"
 
 extern void FlakeRegisterRmgr(void);
-extern bool FlakeWalLogLease(const FlakeLease *lease, bool *confirmed);
-extern void FlakeLeaseWaitsForStandbys(void);
+extern XLogRecPtr FlakeWalLogLease(const FlakeLease *lease);
 extern bool FlakeStandbyConfirms(void);
 
 #endif							/* FLAKEID_WAL_H */

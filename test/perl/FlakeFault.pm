@@ -19,7 +19,7 @@ use Time::HiRes qw(time usleep);
 our @EXPORT = qw(
   faketime_library start_faked set_clock offset_to server_clock_offset
   wait_clock_offset crash_node server_processes start_fork_switch
-  fork_failing
+  fork_failing state_file_record write_state_file
 );
 
 # The path of libfaketime's preload library, or undef.
@@ -412,6 +412,52 @@ sub crash_node
 	# the node is down: PostgreSQL::Test::Cluster must not stop it again
 	$node->{_pid} = undef;
 	return scalar @victims;
+}
+
+# CRC-32C (Castagnoli), as PostgreSQL's pg_crc32c computes it.
+sub crc32c
+{
+	my ($data) = @_;
+	my $crc = 0xFFFFFFFF;
+	foreach my $byte (unpack 'C*', $data)
+	{
+		$crc ^= $byte;
+		$crc = ($crc & 1) ? (($crc >> 1) ^ 0x82F63B78) : ($crc >> 1) foreach 1 .. 8;
+	}
+	return $crc ^ 0xFFFFFFFF;
+}
+
+# A copy of the lease as the state file holds it, 512 bytes, with a right
+# CRC: for faults that no server writes, such as a record whose CRC is
+# good but whose content is impossible.  The format is the one
+# src/statefile.c writes (version 3: magic, version, serial, the lease of
+# src/record.h, then the CRC of all that); a test that uses it checks
+# first that the server reads such a record as it was meant.  Fields:
+# serial, epoch_ms, node_bits, node_id, lease_end, and optionally
+# timeline (default 1), reserved (0), version (3).
+sub state_file_record
+{
+	my (%f) = @_;
+	my $body = pack('V V Q< q< l< l< q< V V',
+		0x464c4b31, $f{version} // 3, $f{serial}, $f{epoch_ms}, $f{node_bits},
+		$f{node_id}, $f{lease_end}, $f{timeline} // 1, $f{reserved} // 0);
+	my $record = $body . pack('V', crc32c($body));
+	return $record . ("\0" x (512 - length $record));
+}
+
+# Write a node's state file from records by offset (0 => ..., 4096 => ...).
+sub write_state_file
+{
+	my ($node, %records) = @_;
+	my $file = $node->data_dir . '/flakeid.state';
+	open my $fh, '>:raw', $file or die "could not write $file: $!";
+	foreach my $offset (sort { $a <=> $b } keys %records)
+	{
+		seek $fh, $offset, 0;
+		print $fh $records{$offset};
+	}
+	close $fh or die "could not write $file: $!";
+	return;
 }
 
 1;

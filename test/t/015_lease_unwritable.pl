@@ -90,6 +90,9 @@ my $session = $node->background_psql(
 	on_error_stop => 0,
 	timeout       => 180);
 $session->query_safe('\set VERBOSITY verbose');
+# commits that wait for no disk: the calls come every few microseconds, so
+# that the last milliseconds of the lease see some, on a loaded machine too
+$session->query_safe('SET synchronous_commit = off');
 $session->query_until(qr/generating/,
 	"\\echo generating\nCALL generate_until_error(2, 20000);\n");
 ok( wait_until(
@@ -120,7 +123,10 @@ is($node->safe_psql('postgres', 'SELECT state FROM flakeid_status()'),
 my $durable = lease_on_disk();
 ok( $node->safe_psql('postgres',
 		"SELECT count(*) FROM ids WHERE phase = 2 AND (id::bigint >> $low_bits) >= $durable - 3") > 0,
-	'the session generated up to the last milliseconds of the durable lease');
+	'the session generated up to the last milliseconds of the durable lease')
+  or diag('durable ' . $durable . ', the last ID\'s ms '
+	  . $node->safe_psql('postgres', "SELECT max(id::bigint >> $low_bits) FROM ids WHERE phase = 2")
+	  . ', the error: ' . $err);
 my $refused = 0;
 foreach my $i (1 .. 20)
 {
@@ -197,6 +203,43 @@ is( $node->safe_psql('postgres',
 	0,
 	'above everything before');
 
+# Phase 5b: the file turns read-only, the lease worker logs renewals to
+# WAL that it cannot write to the file, and the server crashes: crash
+# recovery replays leases newer than the file.  The server starts all the
+# same; generation is refused with the file's error until the file is
+# writable, and then continues above everything before.
+$max_before = $node->safe_psql('postgres',
+	'SELECT greatest(max(id)::bigint, (SELECT last_id::bigint FROM flakeid_status())) FROM ids');
+chmod 0444, $state_file or die "chmod $state_file: $!";
+ok( wait_until(
+		sub { my ($gen_ok, $gen_state) = generate(8); !$gen_ok && $gen_state eq '42501' },
+		20, 0.1),
+	'with the file read-only, the lease runs out');
+crash_node($node);
+ok($node->start(fail_ok => 1), 'after a crash with the file read-only the server starts');
+ok($node->log_contains(qr/could not write flakeid state file "flakeid\.state": Permission denied/),
+	'the log says that the replayed lease could not be written');
+$refused = 0;
+foreach my $i (1 .. 10)
+{
+	($ok, $state, $err) = generate(8);
+	$refused++ if !$ok && $state eq '42501';
+	usleep(100_000);
+}
+is($refused, 10, 'after that crash every call fails with the file\'s error');
+like($err, qr/could not write flakeid state file "flakeid\.state": Permission denied/,
+	'the error names the file and the cause');
+is( $node->safe_psql('postgres',
+		'CREATE TABLE after_crash AS SELECT g FROM generate_series(1, 10) g;
+		 SELECT count(*) FROM after_crash'),
+	'10', 'the rest of the server works: it writes and reads tables');
+chmod 0600, $state_file or die "chmod $state_file: $!";
+ok(wait_until(sub { (generate(9))[0] }, 20, 0.1), 'generation resumes once the file is writable');
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FROM ids WHERE phase = 9 AND id <= $max_before"),
+	0,
+	'above everything before the crash');
+
 # Phase 6: the lease worker is told to stop (SIGTERM, as by an operator's
 # kill).  It must come back, as it does after a crash, and generation go on.
 my ($worker) = server_processes($node, qr/flakeid lease worker/);
@@ -218,5 +261,9 @@ if ($back)
 my $total = ids_unique($node, 'SELECT id FROM ids', 'the whole test');
 ok($total >= 10000, "$total IDs inserted");
 
+# A clean stop ends the lease worker quietly: no FATAL line for it.
+my $before_stop = -s $node->logfile;
 $node->stop;
+ok(!$node->log_contains(qr/FATAL:.*flakeid lease worker/, $before_stop),
+	'a clean stop logs no FATAL line for the lease worker');
 done_testing();

@@ -69,8 +69,10 @@ sub valid_copies
 # Both copies hold the lease, at offsets 0 and 4096, with one serial.
 burst_ahead(1);
 my @copies = grep { $_->{valid} eq 't' } state_file_copies($node);
-is(join(',', map { "$_->{offset}/$_->{version}" } @copies), '0/2,4096/2',
+is(join(',', map { "$_->{offset}/$_->{version}" } @copies), '0/3,4096/3',
 	'two copies of the lease, at offsets 0 and 4096');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM flakeid_state_file() WHERE NOT valid'),
+	'0', 'a healthy server shows no other copy, so that no check for invalid ones alarms');
 is($copies[0]{serial} . ' ' . $copies[0]{lease_end_ms},
 	$copies[1]{serial} . ' ' . $copies[1]{lease_end_ms},
 	'with the same serial and lease');
@@ -188,9 +190,96 @@ is( $old->safe_psql(
 		'postgres',
 		q{SELECT string_agg(format('%s/%s', "offset", version), ',' ORDER BY "offset")
 		  FROM flakeid_state_file() WHERE valid}),
-	'0/2,4096/2',
+	'0/3,4096/3',
 	'the file is rewritten in the current format, the old second copy gone');
+is($old->safe_psql('postgres', 'SELECT count(*) FROM flakeid_state_file()'),
+	'2', 'and no longer shown');
 $old->stop;
+
+# A file written by flakeid 1.2 (format version 2, no timeline in the
+# lease) on timeline 1: read, its floor kept, no floor for a change of
+# timeline (it ended no archive recovery), and rewritten as version 3.
+my $v2 = flake_node('from_1_2', node_id => 4, quiet => 1);
+my $v2_file = $v2->data_dir . '/flakeid.state';
+copy("$ENV{FLAKE_SRC}/test/fixtures/flakeid-1.2.state", $v2_file)
+  or die "copy fixture: $!";
+chmod 0600, $v2_file;
+$v2->start;
+$v2->safe_psql('postgres',
+	'CREATE EXTENSION flakeid; CREATE TABLE ids (id flakeid PRIMARY KEY DEFAULT nextflake())');
+is( $v2->safe_psql(
+		'postgres',
+		q{SELECT string_agg(format('%s/%s/%s', "offset", version, valid), ',' ORDER BY "offset")
+		  FROM flakeid_state_file()}),
+	'0/2/t,4096/2/t',
+	'the 1.2 file is read: two copies of format version 2');
+$lease_end = $v2->safe_psql('postgres',
+	q{SELECT extract(epoch FROM max(lease_end)) FROM flakeid_state_file() WHERE valid});
+$v2->stop;
+start_faked($v2, offset_to($lease_end - 2));
+($ret, $out, $e) = psql_as($v2, q{
+INSERT INTO ids SELECT FROM generate_series(1, 1000);
+SELECT count(*) FILTER (WHERE id <= 913592545995408359),
+	flakeid_timestamp(min(id)) < clock_timestamp() + interval '3 s'
+FROM ids});
+is($out, '0|t', 'every ID is above the last one flakeid 1.2 issued, and none far ahead')
+  or diag($e);
+is( $v2->safe_psql(
+		'postgres',
+		q{SELECT string_agg(format('%s/%s', "offset", version), ',' ORDER BY "offset")
+		  FROM flakeid_state_file() WHERE valid}),
+	'0/3,4096/3', 'the 1.2 file is rewritten in the current format');
+$v2->stop;
+
+# Two valid copies with different serials, as a crash between the two
+# writes of a renewal leaves them (the copy at 4096 is written first):
+# the newer lease wins, also with the clock set back below both.  First,
+# a record made by the test is what the server reads.
+$node->start;
+my $newest = burst_ahead($phase);
+$phase++;
+my ($copy) = grep { $_->{valid} eq 't' } state_file_copies($node);
+my $newer_end = $copy->{lease_end_ms};
+$node->stop;
+my %lease = (epoch_ms => 1577836800000, node_bits => 10, node_id => 21);
+write_state_file($node,
+	0    => state_file_record(%lease, serial => 7, lease_end => $newer_end),
+	4096 => state_file_record(%lease, serial => 7, lease_end => $newer_end));
+$node->start;
+is( $node->safe_psql('postgres',
+		q{SELECT string_agg(format('%s/%s/%s/%s/%s', "offset", valid, serial, node_id, lease_end_ms), ',' ORDER BY "offset")
+		  FROM flakeid_state_file()}),
+	"0/t/7/21/$newer_end,4096/t/7/21/$newer_end",
+	'a record the test writes is read as it was meant');
+$node->stop;
+write_state_file($node,
+	0    => state_file_record(%lease, serial => 8, lease_end => $newer_end - 5000),
+	4096 => state_file_record(%lease, serial => 9, lease_end => $newer_end));
+start_faked($node, offset_to((1577836800000 + $newer_end) / 1000 - 7));
+my ($ok, $state);
+($ok, $state, $err) = generate($phase, 1000);
+ok($ok, 'copies of different serials: generation works') or diag($err);
+is($node->safe_psql('postgres', "SELECT count(*) FROM ids WHERE phase = $phase AND id <= $newest"),
+	'0', 'copies of different serials, clock set back: the newer lease wins');
+$phase++;
+$node->stop;
+
+# Records with a good CRC and impossible content are damaged, not a lease.
+foreach my $impossible ([ node_bits => 99 ], [ lease_end => 1 << 50 ], [ reserved => 7 ],
+	[ node_id => -5 ])
+{
+	my ($field, $value) = @$impossible;
+	my %bad = (%lease, serial => 10, lease_end => $newer_end, $field => $value);
+	write_state_file($node, 0 => state_file_record(%bad), 4096 => state_file_record(%bad));
+	$node->start;
+	fails_with($node, 'SELECT nextflake()', 'XX001', "$field = $value in both copies");
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM flakeid_state_file() WHERE valid'),
+		'0', "$field = $value: neither copy is valid");
+	$node->stop;
+}
+write_state_file($node,
+	0    => state_file_record(%lease, serial => 11, lease_end => $newer_end),
+	4096 => state_file_record(%lease, serial => 11, lease_end => $newer_end));
 
 $node->start;
 ids_unique($node, 'SELECT id FROM ids', 'the whole test');

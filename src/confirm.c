@@ -1,0 +1,232 @@
+/*-------------------------------------------------------------------------
+ *
+ * confirm.c
+ *	  Which part of the time lease the synchronous standbys have.
+ *
+ * While the server has synchronous standbys, an ID is returned only under
+ * a lease whose WAL record the standbys that are synchronous at that
+ * moment have flushed: the rule a commit that starts at that moment obeys.
+ * PostgreSQL's own count of what the standbys confirmed (WalSndCtl->lsn)
+ * only ever rises, whichever standbys raised it, so it cannot tell: after
+ * a synchronous standby dies and one that is behind takes its place, it
+ * still covers records the new one lacks.  Instead the confirmed lease end
+ * (sync_end) is worked out afresh from the walsenders: the flush positions
+ * of the standbys that are synchronous now, chosen as PostgreSQL chooses
+ * them (FIRST n: the n connected ones of highest priority; ANY n: the
+ * n-th highest position of all named ones), against the newest lease
+ * records and where each ends in WAL.  However the synchronous set
+ * changed (a reload, a standby leaving or joining, another quorum member,
+ * any process restarted), the next check sees it.
+ *
+ * A call uses sync_end only while the last check is younger than
+ * FLAKE_CONFIRM_FRESH_MS, and otherwise checks itself (one caller at a
+ * time, elected by a compare-and-swap of the check's time); so neither a
+ * lease worker that is stopped, restarting or busy writing the state file
+ * nor one that has not read a new list yet lets an old confirmation be
+ * used.  The hot path reads sync_end and the time of the check, on one
+ * cache line, and only while the server has synchronous standbys.
+ *
+ * The number and method of the synchronous standbys are the lease
+ * worker's reading of synchronous_standby_names, published here at its
+ * start and after each reload; which standbys are named, and their order,
+ * come from each walsender's own priority.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "replication/syncrep.h"
+#include "replication/walsender.h"
+#include "replication/walsender_private.h"
+#include "utils/memutils.h"
+
+#include "confirm.h"
+
+/* A synchronous standby candidate, as PostgreSQL ranks them. */
+typedef struct FlakeCandidate
+{
+	XLogRecPtr	flush;
+	int			priority;
+	int			index;
+} FlakeCandidate;
+
+/* Forget every lease record; the caller holds the lock, or is alone. */
+static void
+ForgetRecords(FlakeConfirm *c)
+{
+	c->nlogged = 0;
+	c->dropped.lsn = InvalidXLogRecPtr;
+	c->dropped.lease_end = 0;
+	pg_atomic_write_u64(&c->sync_end, 0);
+	pg_atomic_write_u64(&c->checked, 0);
+}
+
+/* Set up the confirmation when the generator is made. */
+void
+FlakeConfirmInit(FlakeConfirm *c, int tranche)
+{
+	pg_atomic_init_u64(&c->sync_end, 0);
+	pg_atomic_init_u64(&c->checked, 0);
+	LWLockInitialize(&c->lock, tranche);
+	c->config_known = false;
+	ForgetRecords(c);
+}
+
+/* Forget every lease record and confirmation: the layout changed. */
+void
+FlakeConfirmReset(FlakeConfirm *c)
+{
+	LWLockAcquire(&c->lock, LW_EXCLUSIVE);
+	ForgetRecords(c);
+	LWLockRelease(&c->lock);
+}
+
+/* Publish this process's reading of synchronous_standby_names. */
+void
+FlakeConfirmPublishConfig(FlakeConfirm *c)
+{
+	LWLockAcquire(&c->lock, LW_EXCLUSIVE);
+	c->config_known = (SyncRepConfig != NULL);
+	if (SyncRepConfig != NULL)
+	{
+		c->num_sync = SyncRepConfig->num_sync;
+		c->method = SyncRepConfig->syncrep_method;
+	}
+	LWLockRelease(&c->lock);
+}
+
+/* A lease record is in WAL up to lsn, flushed locally. */
+void
+FlakeConfirmRecord(FlakeConfirm *c, XLogRecPtr lsn, int64 lease_end)
+{
+	LWLockAcquire(&c->lock, LW_EXCLUSIVE);
+	if (c->nlogged == FLAKE_CONFIRM_RECORDS)
+	{
+		c->dropped = c->logged[0];
+		memmove(&c->logged[0], &c->logged[1],
+				sizeof(FlakeLoggedLease) * (FLAKE_CONFIRM_RECORDS - 1));
+		c->nlogged--;
+	}
+	c->logged[c->nlogged].lsn = lsn;
+	c->logged[c->nlogged].lease_end = lease_end;
+	c->nlogged++;
+	LWLockRelease(&c->lock);
+}
+
+static int
+CandidateByPriority(const void *a, const void *b)
+{
+	const FlakeCandidate *ca = a;
+	const FlakeCandidate *cb = b;
+
+	if (ca->priority != cb->priority)
+		return ca->priority < cb->priority ? -1 : 1;
+	return ca->index < cb->index ? -1 : (ca->index > cb->index);
+}
+
+static int
+CandidateByFlushDesc(const void *a, const void *b)
+{
+	const FlakeCandidate *ca = a;
+	const FlakeCandidate *cb = b;
+
+	if (ca->flush != cb->flush)
+		return ca->flush > cb->flush ? -1 : 1;
+	return 0;
+}
+
+/*
+ * How far the standbys that are synchronous now have flushed WAL, as a
+ * commit waiting for num_sync of them by method would count it; invalid
+ * when fewer of them are there than it waits for.  The walsenders are read
+ * as PostgreSQL's own SyncRepGetCandidateStandbys() reads them.
+ */
+static XLogRecPtr
+SyncStandbysFlushed(int num_sync, int method)
+{
+	static FlakeCandidate *candidates = NULL;
+	int			n = 0;
+
+	if (candidates == NULL)
+		candidates = MemoryContextAlloc(TopMemoryContext,
+										sizeof(FlakeCandidate) * Max(max_wal_senders, 1));
+	for (int i = 0; i < max_wal_senders; i++)
+	{
+		WalSnd	   *walsnd = &WalSndCtl->walsnds[i];
+		pid_t		pid;
+		WalSndState state;
+		XLogRecPtr	flush;
+		int			priority;
+
+		SpinLockAcquire(&walsnd->mutex);
+		pid = walsnd->pid;
+		state = walsnd->state;
+		flush = walsnd->flush;
+		priority = walsnd->sync_standby_priority;
+		SpinLockRelease(&walsnd->mutex);
+
+		if (pid == 0 || priority == 0 || XLogRecPtrIsInvalid(flush) ||
+			(state != WALSNDSTATE_STREAMING && state != WALSNDSTATE_STOPPING))
+			continue;
+		candidates[n].flush = flush;
+		candidates[n].priority = priority;
+		candidates[n].index = i;
+		n++;
+	}
+	if (num_sync < 1 || n < num_sync)
+		return InvalidXLogRecPtr;
+	if (method == SYNC_REP_QUORUM)
+	{
+		qsort(candidates, n, sizeof(FlakeCandidate), CandidateByFlushDesc);
+		return candidates[num_sync - 1].flush;
+	}
+	qsort(candidates, n, sizeof(FlakeCandidate), CandidateByPriority);
+	qsort(candidates, num_sync, sizeof(FlakeCandidate), CandidateByFlushDesc);
+	return candidates[num_sync - 1].flush;
+}
+
+/*
+ * Check which part of the lease the synchronous standbys have, as of now
+ * (ms of the layout's clock, read before the check).  Returns whether the
+ * confirmed end rose.
+ */
+bool
+FlakeConfirmCheck(FlakeConfirm *c, int64 now)
+{
+	XLogRecPtr	flushed = InvalidXLogRecPtr;
+	int64		end = 0;
+	int64		old;
+
+	LWLockAcquire(&c->lock, LW_EXCLUSIVE);
+	if (c->config_known)
+		flushed = SyncStandbysFlushed(c->num_sync, c->method);
+	if (!XLogRecPtrIsInvalid(flushed))
+	{
+		if (!XLogRecPtrIsInvalid(c->dropped.lsn) && c->dropped.lsn <= flushed)
+			end = c->dropped.lease_end;
+		for (int i = 0; i < c->nlogged && c->logged[i].lsn <= flushed; i++)
+			end = Max(end, c->logged[i].lease_end);
+	}
+	old = (int64) pg_atomic_read_u64(&c->sync_end);
+	pg_atomic_write_u64(&c->sync_end, (uint64) end);
+	pg_atomic_write_u64(&c->checked, (uint64) now);
+	LWLockRelease(&c->lock);
+	return end > old;
+}
+
+/*
+ * The slow path of FlakeConfirmedCovers(): the last check is too old, or
+ * did not cover end_ms.  One caller checks again; one that loses the race
+ * to do it finds the check young again, made by the winner.
+ */
+bool
+FlakeConfirmRecheckCovers(FlakeConfirm *c, int64 end_ms, int64 now)
+{
+	uint64		checked = pg_atomic_read_u64(&c->checked);
+
+	if ((uint64) (now - (int64) checked) >= FLAKE_CONFIRM_FRESH_MS &&
+		pg_atomic_compare_exchange_u64(&c->checked, &checked, (uint64) now))
+		(void) FlakeConfirmCheck(c, now);
+	return end_ms < FlakeConfirmedEnd(c);
+}

@@ -1,0 +1,89 @@
+/*-------------------------------------------------------------------------
+ *
+ * confirm.h
+ *	  The part of the time lease that the synchronous standbys have: the
+ *	  lease records they flushed, as the standbys that are synchronous now
+ *	  count it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FLAKEID_CONFIRM_H
+#define FLAKEID_CONFIRM_H
+
+#include "access/xlogdefs.h"
+#include "port/atomics.h"
+#include "storage/lwlock.h"
+
+/* A lease record in WAL: where it ends, and its lease end. */
+typedef struct FlakeLoggedLease
+{
+	XLogRecPtr	lsn;
+	int64		lease_end;
+} FlakeLoggedLease;
+
+/* How many of the newest lease records are kept. */
+#define FLAKE_CONFIRM_RECORDS	64
+
+/* The confirmation, in the shared generator. */
+typedef struct FlakeConfirm
+{
+	/*
+	 * Read by every call while the server has synchronous standbys: the
+	 * part of the lease that the standbys synchronous now have, and when
+	 * that was last checked (ms of the layout's clock).
+	 */
+	pg_atomic_uint64 sync_end;
+	pg_atomic_uint64 checked;
+	char		pad[PG_CACHE_LINE_SIZE - 2 * sizeof(pg_atomic_uint64)];
+
+	/*
+	 * Protected by lock: the synchronous standbys' number and method as
+	 * the lease worker read them, and the newest lease records, oldest
+	 * first, with the newest one dropped from the list.
+	 */
+	LWLock		lock;
+	bool		config_known;
+	int			num_sync;
+	int			method;
+	int			nlogged;
+	FlakeLoggedLease logged[FLAKE_CONFIRM_RECORDS];
+	FlakeLoggedLease dropped;
+} FlakeConfirm;
+
+/*
+ * How long a check of the synchronous standbys counts, in ms of the wall
+ * clock: a call uses the confirmed lease end only while the last check is
+ * younger, and checks again itself otherwise.
+ */
+#define FLAKE_CONFIRM_FRESH_MS	2
+
+extern void FlakeConfirmInit(FlakeConfirm *c, int tranche);
+extern void FlakeConfirmReset(FlakeConfirm *c);
+extern void FlakeConfirmPublishConfig(FlakeConfirm *c);
+extern void FlakeConfirmRecord(FlakeConfirm *c, XLogRecPtr lsn, int64 lease_end);
+extern bool FlakeConfirmCheck(FlakeConfirm *c, int64 now);
+extern bool FlakeConfirmRecheckCovers(FlakeConfirm *c, int64 end_ms, int64 now);
+
+/*
+ * Whether the synchronous standbys have a lease past end_ms, as last
+ * checked no longer than FLAKE_CONFIRM_FRESH_MS before now (ms of the
+ * layout's clock); else check again.
+ */
+static inline bool
+FlakeConfirmedCovers(FlakeConfirm *c, int64 end_ms, int64 now)
+{
+	if (end_ms < (int64) pg_atomic_read_u64(&c->sync_end) &&
+		(uint64) (now - (int64) pg_atomic_read_u64(&c->checked)) <
+		FLAKE_CONFIRM_FRESH_MS)
+		return true;
+	return FlakeConfirmRecheckCovers(c, end_ms, now);
+}
+
+/* The part of the lease the synchronous standbys had at the last check. */
+static inline int64
+FlakeConfirmedEnd(FlakeConfirm *c)
+{
+	return (int64) pg_atomic_read_u64(&c->sync_end);
+}
+
+#endif							/* FLAKEID_CONFIRM_H */

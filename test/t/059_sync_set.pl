@@ -1,0 +1,232 @@
+# The synchronous standbys change without a change of the text of
+# synchronous_standby_names: a synchronous standby dies or is stopped and
+# another one, which is behind, becomes synchronous; the list is reloaded
+# while the lease worker restarts or while it is stopped.  From the moment
+# pg_stat_replication shows the new standby as synchronous, the moment
+# from which a commit waits for it, no call returns an ID under a lease
+# the new standby has not flushed: the confirmation of the old standby no
+# longer counts.  A primary (node 5) and two standbys, s1 and s2; s2's WAL
+# receiver is stopped (SIGSTOP) and its replication connection filled, so
+# that s2 stays behind while s1 confirms a burst of IDs 5 s ahead of the
+# clock.
+#
+#   0. FIRST 2 (s1, s2), s2 behind: calls wait for the older of the two.
+#   1. FIRST 1 (s1, s2): s1 dies (immediate stop); s2 becomes synchronous.
+#   2. ANY 1 (s1, s2): the member that confirmed, s1, dies.
+#   3. FIRST 1 (s1, s2): s1 is stopped cleanly.
+#   4. 's1', s2 asynchronous: the lease worker is ended and, before it is
+#      back, the list is reloaded to 's2'.
+#   5. 's1', s2 asynchronous: the list is reloaded to 's2' while the lease
+#      worker is stopped (SIGSTOP), and again once it runs.
+#
+# Then failover to s2: every ID the promoted standby makes is above every
+# ID the old primary returned.
+
+use strict;
+use warnings;
+
+use FlakeTest;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+# The WAL that fills s2's connection is kept for it, so that it catches up
+# however it reconnects.
+my $primary = flake_node('primary', node_id => 5, streaming => 1, quiet => 1,
+	conf => "wal_keep_size = '1GB'");
+$primary->start;
+$primary->safe_psql('postgres', q{
+CREATE EXTENSION flakeid;
+CREATE TABLE filler (g int, pad text);
+});
+$primary->backup('backup');
+my %standby;
+foreach my $name ('s1', 's2')
+{
+	$standby{$name} = PostgreSQL::Test::Cluster->new($name);
+	$standby{$name}->init_from_backup($primary, 'backup', has_streaming => 1);
+	$standby{$name}->start;
+}
+$primary->wait_for_catchup($_, 'replay', $primary->lsn('insert')) foreach values %standby;
+
+# Every ID a call returned, and those returned after the switch.
+my $max_returned = 0;
+my @after_switch;
+
+sub note_returned
+{
+	my ($out) = @_;
+	foreach my $id (grep { /^\d+$/ } split /\n/, $out)
+	{
+		$max_returned = $id if $id > $max_returned;
+	}
+	return;
+}
+
+# The sync_state of each standby in pg_stat_replication, as "s1=sync s2=potential".
+sub sync_states
+{
+	return $primary->safe_psql('postgres', q{
+SELECT string_agg(application_name || '=' || sync_state, ' ' ORDER BY application_name)
+FROM pg_stat_replication});
+}
+
+# Set synchronous_standby_names by a reload and wait for the states wanted.
+sub set_list
+{
+	my ($list, $want) = @_;
+	$primary->safe_psql('postgres',
+		"ALTER SYSTEM SET synchronous_standby_names = '$list';\nSELECT pg_reload_conf();");
+	ok(wait_until(sub { sync_states() eq $want }, 60), "'$list': $want")
+	  or diag('states: ' . sync_states());
+	return;
+}
+
+# Stop s2's WAL receiver and fill its replication connection, so that no
+# WAL written from now on reaches s2.  Returns the receiver's pid.
+sub stall_s2
+{
+	my $receiver = $standby{s2}->safe_psql('postgres', 'SELECT pid FROM pg_stat_wal_receiver');
+	ok(kill('STOP', $receiver), 's2\'s WAL receiver is stopped');
+	# a commit that does not wait for s2, which may be synchronous already
+	$primary->safe_psql('postgres', "SET synchronous_commit = local;\n"
+		  . "INSERT INTO filler SELECT g, repeat('x', 200) FROM generate_series(1, 300000) g");
+	ok( wait_until(
+			sub {
+				$primary->safe_psql('postgres', q{
+SELECT pg_current_wal_lsn() - sent_lsn > 8 * 1024 * 1024
+FROM pg_stat_replication WHERE application_name = 's2'}) eq 't';
+			},
+			60),
+		's2\'s replication connection is full: what follows stays away from s2');
+	return $receiver;
+}
+
+# A burst that the synchronous s1 confirms: IDs 5 s ahead of the clock.
+sub burst
+{
+	my $out = $primary->safe_psql('postgres', q{
+SELECT nextflakes(20000000) LIMIT 1;
+SELECT nextflake();
+SELECT flakeid_timestamp(last_id) > clock_timestamp() + interval '4 s' FROM flakeid_status();});
+	note_returned($out);
+	like($out, qr/t$/, 'a burst confirmed by s1 runs 4 s ahead of the clock');
+	return;
+}
+
+# Calls that need IDs past what s2 has flushed, with a 3 s statement
+# timeout: each must wait (and fail with the statement timeout, 57014, or
+# the lease's own bound, 55000), never return an ID.
+sub calls_wait
+{
+	my ($phase) = @_;
+	foreach my $call ('SELECT nextflake()', 'SELECT nextflakes(50000)',
+		'SELECT nextflakes(1) FROM generate_series(1, 3)')
+	{
+		my ($ret, $out, $err, $state) = psql_state($primary,
+			"SET statement_timeout = '3s';\n$call;");
+		note_returned($out);
+		push @after_switch, grep { /^\d+$/ } split /\n/, $out;
+		ok($ret != 0 && defined $state && $state =~ /^(57014|55000)$/,
+			"$phase: $call returns no ID that s2 has not flushed")
+		  or diag("exit code $ret, SQLSTATE " . ($state // 'none') . "\n$err");
+	}
+	return;
+}
+
+# Let s2 go on and, when it was stopped, bring s1 back, for the next round.
+sub recover
+{
+	my ($receiver, $s1_stopped) = @_;
+	kill('CONT', $receiver);
+	$standby{s1}->start if $s1_stopped;
+	$primary->wait_for_catchup($_, 'flush', $primary->lsn('insert')) foreach values %standby;
+	return;
+}
+
+sub lease_worker
+{
+	return $primary->safe_psql('postgres',
+		q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'flakeid lease worker'});
+}
+
+# Round 0: FIRST 2 (s1, s2), both synchronous, s2 behind: a lease counts
+# only once the older of the two has flushed it.
+set_list('FIRST 2 (s1, s2)', 's1=sync s2=sync');
+my $receiver = stall_s2();
+{
+	my ($ret, $out, $err, $state) = psql_state($primary,
+		"SET statement_timeout = '3s';\nSELECT nextflakes(20000000) LIMIT 1;");
+	note_returned($out);
+	ok($ret != 0 && defined $state && $state =~ /^(57014|55000)$/,
+		'FIRST 2, s2 behind: a call past the lease both have waits for s2')
+	  or diag("exit code $ret, SQLSTATE " . ($state // 'none') . "\n$err");
+}
+calls_wait('FIRST 2, s2 behind');
+recover($receiver, 0);
+
+# Rounds 1 to 3: the synchronous standby goes away, the list stays.
+foreach my $round (
+	[ 'FIRST 1 (s1, s2)', 's1=sync s2=potential', 's2=sync',   'immediate' ],
+	[ 'ANY 1 (s1, s2)',   's1=quorum s2=quorum',  's2=quorum', 'immediate' ],
+	[ 'FIRST 1 (s1, s2)', 's1=sync s2=potential', 's2=sync',   'fast' ])
+{
+	my ($list, $before, $after, $mode) = @$round;
+	my $phase = "$list, s1 stopped ($mode)";
+	set_list($list, $before);
+	my $receiver = stall_s2();
+	burst();
+	$standby{s1}->stop($mode);
+	ok(wait_until(sub { sync_states() eq $after }, 60), "$phase: $after")
+	  or diag('states: ' . sync_states());
+	calls_wait($phase);
+	recover($receiver, 1);
+}
+
+# Round 4: the list changes while the lease worker restarts.
+set_list('s1', 's1=sync s2=async');
+$receiver = stall_s2();
+burst();
+my $worker = lease_worker();
+$primary->safe_psql('postgres', "SELECT pg_terminate_backend($worker);\n"
+	  . "ALTER SYSTEM SET synchronous_standby_names = 's2';\nSELECT pg_reload_conf();");
+ok(wait_until(sub { sync_states() eq 's1=async s2=sync' }, 60),
+	'reloaded to s2 while the lease worker restarts: s2 is synchronous');
+calls_wait('list reloaded during the worker\'s restart');
+ok(wait_until(sub { my $w = lease_worker(); $w ne '' && $w != $worker }, 30),
+	'the lease worker is back');
+calls_wait('list reloaded during the worker\'s restart, worker back');
+recover($receiver, 0);
+
+# Round 5: the list changes while the lease worker is stopped.
+set_list('s1', 's1=sync s2=async');
+$receiver = stall_s2();
+burst();
+$worker = lease_worker();
+ok(kill('STOP', $worker), 'the lease worker is stopped');
+$primary->safe_psql('postgres',
+	"ALTER SYSTEM SET synchronous_standby_names = 's2';\nSELECT pg_reload_conf();");
+ok(wait_until(sub { sync_states() eq 's1=async s2=sync' }, 60),
+	'reloaded to s2 while the lease worker is stopped: s2 is synchronous');
+calls_wait('list reloaded while the worker is stopped');
+kill('CONT', $worker);
+calls_wait('list reloaded while the worker was stopped, worker running');
+
+# Failover to s2, which never received the bursts' leases after round 5's
+# stall.
+is(scalar @after_switch, 0, 'no ID was returned after a switch');
+$primary->stop('immediate');
+kill('CONT', $receiver);
+$standby{s2}->promote;
+$standby{s2}->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
+  or die 'promotion did not finish';
+$standby{s2}->safe_psql('postgres',
+	"ALTER SYSTEM SET synchronous_standby_names = '';\nSELECT pg_reload_conf();");
+is( $standby{s2}->safe_psql('postgres', qq{
+SELECT count(*), count(*) FILTER (WHERE id::bigint <= $max_returned), bool_and(flakeid_node(id) = 5)
+FROM nextflakes(100000) id}),
+	'100000|0|t',
+	'after failover to s2 every new ID is above every ID the old primary returned');
+
+$_->stop foreach values %standby;
+done_testing();

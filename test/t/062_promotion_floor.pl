@@ -1,0 +1,202 @@
+# A server that ends archive recovery (a promoted standby, a point-in-time
+# restore) continues above every ID the old primary could have returned,
+# also IDs whose leases never reached it: above its own clock plus
+# flakeid.max_lead, a lease and flakeid.max_clock_skew, recorded durably
+# before its first ID.  The conditions are the old primary stopped before
+# the promotion and the clocks in agreement, as they are here.  The old
+# primary runs with flakeid.max_lead = 60s and returns an ID about 48 s
+# ahead of the clock just before it stops, which no lease the standby
+# received covers.
+#
+#   1. an asynchronous standby, stopped during the burst, promoted;
+#   2. a base backup restored to a point before the burst, promoted;
+#   3. a crash restart of a primary ends no archive recovery: no floor;
+#   4. a synchronous standby whose state file cannot be written: it keeps
+#      replaying (commits on the primary go on), and once promoted it
+#      refuses to generate, with the file's error, until the file is
+#      writable, then continues above every ID;
+#   5. the same standby restarted before it is promoted: what replay kept
+#      in memory is gone, and the clock floor still holds.
+
+use strict;
+use warnings;
+
+use FlakeFault;
+use FlakeTest;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+
+# A primary (node 9) that archives its WAL, and a standby of it.
+sub pair
+{
+	my ($name, %opts) = @_;
+	my $primary = flake_node(
+		"${name}_primary",
+		node_id   => 9,
+		streaming => 1,
+		archiving => $opts{archiving} // 0,
+		conf      => $opts{conf} // '');
+	$primary->start;
+	$primary->safe_psql('postgres', q{
+CREATE EXTENSION flakeid;
+CREATE TABLE t (id flakeid PRIMARY KEY DEFAULT nextflake(), g int);
+INSERT INTO t (g) SELECT generate_series(1, 1000);});
+	$primary->backup('backup');
+	my $standby = PostgreSQL::Test::Cluster->new("${name}_standby");
+	$standby->init_from_backup($primary, 'backup', has_streaming => 1);
+	return ($primary, $standby);
+}
+
+# A burst on the old primary: one call reserves 200,000,000 IDs (about
+# 48 s of the sequence) and the next returns the ID past them.  Returns
+# that ID.
+sub burst
+{
+	my ($primary) = @_;
+	my @out = split /\n/, $primary->safe_psql('postgres', q{
+SELECT nextflakes(200000000) LIMIT 1;
+SELECT id::bigint, flakeid_timestamp(id) > clock_timestamp() + interval '40 s'
+FROM (SELECT nextflake() AS id) s;});
+	my ($x, $ahead) = split /\|/, $out[-1];
+	is($ahead, 't', 'the old primary returned an ID more than 40 s ahead of the clock');
+	return $x;
+}
+
+# Promote a standby and wait until it is a primary.
+sub promote
+{
+	my ($node) = @_;
+	$node->promote;
+	$node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
+	  or die 'promotion did not finish';
+	return;
+}
+
+# The new primary's first IDs: none at or below $x, all of node 9.  Notes
+# what the promotion cost: the first call's wait and the IDs' lead.
+sub above
+{
+	my ($node, $x, $what) = @_;
+	my $start = time();
+	my $first = $node->safe_psql('postgres', 'SELECT nextflake()::bigint');
+	my $waited = time() - $start;
+	is( $node->safe_psql('postgres', qq{
+SELECT count(*), count(*) FILTER (WHERE id::bigint <= $x), bool_and(flakeid_node(id) = 9)
+FROM nextflakes(100000) id}),
+		'100000|0|t', "$what: every new ID is above every ID the old primary returned");
+	cmp_ok($first, '>', $x, "$what: the first ID too");
+	note sprintf('%s: the first call took %.0f ms; the new IDs run %s ms ahead of the clock',
+		$what, $waited * 1000,
+		$node->safe_psql('postgres', 'SELECT lead_ms FROM flakeid_status()'));
+	return;
+}
+
+# 1. An asynchronous standby, stopped during the burst.
+{
+	my ($primary, $standby) = pair('async', conf => "flakeid.max_lead = '60s'");
+	$standby->start;
+	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+	$standby->stop;
+	my $x = burst($primary);
+	$primary->stop('immediate');
+	$standby->start;
+	promote($standby);
+	above($standby, $x, 'asynchronous standby promoted');
+	my @copies = grep { $_->{valid} eq 't' } state_file_copies($standby);
+	is(scalar(grep { $_->{lease_end_ms} > ($x >> FLAKE_LOW_BITS) } @copies), 2,
+		'the floor is in both copies of the state file');
+	$standby->stop;
+}
+
+# 2. A point-in-time restore of a base backup, to a point before the burst.
+{
+	my ($primary) = pair('pitr', archiving => 1, conf => "flakeid.max_lead = '60s'");
+	my $target = $primary->safe_psql('postgres', 'SELECT pg_current_wal_lsn()');
+	$primary->safe_psql('postgres', 'INSERT INTO t (g) SELECT generate_series(1, 1000)');
+	my $x = burst($primary);
+	# a clean stop archives the last segment
+	$primary->stop;
+	my $restored = PostgreSQL::Test::Cluster->new('pitr_restored');
+	$restored->init_from_backup($primary, 'backup', has_restoring => 1);
+	$restored->append_conf('postgresql.conf', qq{
+recovery_target_lsn = '$target'
+recovery_target_action = 'promote'});
+	$restored->start;
+	$restored->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
+	  or die 'the restore did not finish';
+	is($restored->safe_psql('postgres', 'SELECT count(*) FROM t'), '1000',
+		'the restore stopped before the burst');
+	above($restored, $x, 'point-in-time restore');
+	$restored->stop;
+}
+
+# 3. A crash restart: no archive recovery ended, no floor.
+{
+	my ($primary) = pair('crash');
+	$primary->safe_psql('postgres', 'INSERT INTO t (g) SELECT generate_series(1, 1000)');
+	crash_node($primary);
+	$primary->start;
+	is( $primary->safe_psql('postgres',
+			q{SELECT flakeid_timestamp(nextflake()) < clock_timestamp() + interval '1 s'}),
+		't', 'after a crash restart IDs continue at the clock, without a floor ahead of it');
+	$primary->stop;
+}
+
+# 4 and 5. A synchronous standby whose state file is read-only.
+SKIP:
+{
+	skip 'file permissions do not bind the superuser root', 14 if $> == 0;
+	foreach my $restart (0, 1)
+	{
+		my $what = $restart ? 'restarted standby, state file read-only' : 'state file read-only';
+		my ($primary, $standby) = pair($restart ? 'ro_restart' : 'ro');
+		$standby->start;
+		$primary->safe_psql('postgres',
+			"ALTER SYSTEM SET synchronous_standby_names = '*';\nSELECT pg_reload_conf();");
+		$primary->poll_query_until('postgres',
+			q{SELECT count(*) = 1 FROM pg_stat_replication WHERE sync_state = 'sync'})
+		  or die 'the standby did not become synchronous';
+		my $file = $standby->data_dir . '/flakeid.state';
+		chmod 0444, $file or die "chmod $file: $!";
+
+		# leases keep coming for 3 s: every one is replayed, none written
+		my $x = 0;
+		my $until = time() + 3;
+		while (time() < $until)
+		{
+			$x = $primary->safe_psql('postgres',
+				'INSERT INTO t (g) SELECT generate_series(1, 100000);
+				 SELECT max(id)::bigint FROM t', timeout => 30);
+		}
+		$x = $primary->safe_psql('postgres', 'SELECT nextflakes(4000000) LIMIT 1;
+SELECT nextflake()::bigint;');
+		($x) = (split /\n/, $x)[-1];
+		$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+		is($standby->safe_psql('postgres', 'SELECT pg_is_in_recovery()'), 't',
+			"$what: the standby keeps replaying");
+		ok($standby->log_contains(qr/could not write flakeid state file "flakeid\.state": Permission denied/),
+			"$what: the standby's log says why the file is behind");
+		if ($restart)
+		{
+			$primary->safe_psql('postgres', 'CHECKPOINT');
+			$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+			$standby->safe_psql('postgres', 'CHECKPOINT');
+			$standby->restart;
+		}
+		$primary->stop('immediate');
+		promote($standby);
+		my $err = fails_with($standby, 'SELECT nextflake()', '42501',
+			"$what: promoted, the standby refuses to generate");
+		like($err, qr/flakeid .*"flakeid\.state": Permission denied/,
+			"$what: the error names the file and the cause");
+		chmod 0600, $file or die "chmod $file: $!";
+		ok(wait_until(sub { (psql_as($standby, 'SELECT nextflake()'))[0] == 0 }, 20),
+			"$what: generation resumes once the file is writable");
+		above($standby, $x, $what);
+		$standby->stop;
+	}
+}
+
+done_testing();

@@ -52,10 +52,27 @@ $node->stop;
 
 # 1024 does not fit in the default 10 node bits
 $node->append_conf('postgresql.conf', 'flakeid.node_id = 1024');
-# 1024 does not fit in the default 10 node bits
+my $start_offset = -s $node->logfile;
 start_fails($node, 'node id 1024 with 10 node bits',
 	qr/invalid value for parameter "flakeid\.node_id"/,
 	qr/between 0 and 1023/);
+
+# The words a refused node id gets in the log from $offset on: the
+# distinct messages, details and hints, without their level and with the
+# value as N.
+sub refusal_words
+{
+	my ($offset) = @_;
+	my $log = slurp_file($node->logfile, $offset);
+	my %words;
+	while ($log =~ /(?:ERROR|LOG|FATAL|WARNING|DETAIL|HINT):  ((?:invalid value for parameter "flakeid\.node_id"|With flakeid\.node_bits|Choose a node id)[^\n]*)/g)
+	{
+		(my $line = $1) =~ s/"flakeid\.node_id": \d+$/"flakeid.node_id": N/;
+		$words{$line} = 1;
+	}
+	return join "\n", sort keys %words;
+}
+my $at_start = refusal_words($start_offset);
 
 # values that are not node ids at all are no better
 foreach my $value ('65536', '-2', q{'seven'})
@@ -87,6 +104,8 @@ $node->wait_for_log(qr/invalid value for parameter "flakeid\.node_id": "?5000/,
 	$offset);
 ok( $node->log_contains(qr/between 0 and 1023/, $offset),
 	'the log says why 5000 was refused');
+is(refusal_words($offset), $at_start,
+	'a node id is refused in the same words at startup and on reload');
 is($node->safe_psql('postgres', 'SHOW flakeid.node_id'),
 	'1023', 'an invalid reload keeps node id 1023');
 $node->safe_psql('postgres', 'INSERT INTO ids SELECT FROM generate_series(1, 100)');

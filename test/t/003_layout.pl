@@ -109,6 +109,28 @@ is( $epoch->safe_psql(
 	'the time field is relative to the configured epoch, not the default');
 $epoch->stop;
 
+# An epoch before 2000, PostgreSQL's own: moments before 2000 are negative
+# in its timestamps, and flakeid_from_timestamp() takes the millisecond
+# that holds the moment (floor), never the next one (truncation toward
+# zero), also for a fraction of a millisecond.
+my $old_epoch = flake_node(
+	'old_epoch',
+	node_id => 3,
+	conf    => "flakeid.epoch = '1990-01-01 00:00:00+00'");
+$old_epoch->start;
+$old_epoch->safe_psql('postgres', 'CREATE EXTENSION flakeid');
+is( $old_epoch->safe_psql(
+		'postgres', q{
+	SELECT flakeid_from_timestamp(t)::bigint >> 22,
+		flakeid_timestamp(flakeid_from_timestamp(t)) <= t,
+		flakeid_timestamp(flakeid_from_timestamp(t)) > t - interval '1 ms'
+	FROM (VALUES (timestamptz '1999-12-31 23:59:59.9995+00'),
+				 (timestamptz '1995-06-01 12:00:00.0001+00'),
+				 (timestamptz '1999-12-31 23:59:59.999+00')) v(t)}),
+	"315532799999|t|t\n170856000000|t|t\n315532799999|t|t",
+	'before 2000 a moment maps to the millisecond that holds it');
+$old_epoch->stop;
+
 # The same moment written with UTC offsets is the same epoch: the server
 # starts with the layout it recorded, unchanged, and decodes alike.  An
 # offset read the wrong way round would move the epoch by twice the

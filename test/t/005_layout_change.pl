@@ -99,8 +99,21 @@ fails_with($node, 'SELECT flakeid_accept_layout()', '42501',
 fails_with($node, 'SELECT nextflake()', '55000',
 	'still refusing after the attempts of non-superusers');
 
+# A session that decodes before the accept and goes on after it, as a
+# pooled connection does: it decodes with the recorded layout (10 node
+# bits) before, and with the accepted one (12) after.  The ID has node 5
+# and sequence 1 under 10 node bits, node 20 and sequence 1 under 12.
+my $pooled = $node->background_psql('postgres');
+my $probe = q{SELECT flakeid_node(x), flakeid_sequence(x), (flakeid_decode(x)).node
+FROM (SELECT ((5::bigint << 12) | 1)::flakeid AS x) s};
+is($pooled->query_safe($probe), '5|1|5',
+	'a session decodes with the recorded layout before the accept');
+
 ($ret, $out, $err) = psql_as($node, 'SELECT flakeid_accept_layout()');
 is($out, 't', 'a superuser accepts the new layout');
+is($pooled->query_safe($probe), '20|1|20',
+	'the same session decodes with the accepted layout after it');
+$pooled->quit;
 is(generate_above_all('node_bits 12'), 't',
 	'IDs after accepting node_bits 12 are above every earlier ID');
 is( $node->safe_psql(

@@ -9,6 +9,7 @@
 # received covers.
 #
 #   1. an asynchronous standby, stopped during the burst, promoted;
+#   1b. the same with another layout, accepted after the promotion;
 #   2. a base backup restored to a point before the burst, promoted;
 #   3. a crash restart of a primary ends no archive recovery: no floor;
 #   4. a synchronous standby whose state file cannot be written: it keeps
@@ -107,6 +108,27 @@ FROM nextflakes(100000) id}),
 	my @copies = grep { $_->{valid} eq 't' } state_file_copies($standby);
 	is(scalar(grep { $_->{lease_end_ms} > ($x >> FLAKE_LOW_BITS) } @copies), 2,
 		'the floor is in both copies of the state file');
+	$standby->stop;
+}
+
+# 1b. The same, with another layout in the standby's configuration: once
+# promoted it generates only after a superuser accepts the layout, and the
+# accepted layout starts above the old primary's IDs too.
+{
+	my ($primary, $standby) = pair('accept', conf => "flakeid.max_lead = '60s'");
+	$standby->start;
+	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+	$standby->stop;
+	$standby->append_conf('postgresql.conf', 'flakeid.node_bits = 12');
+	my $x = burst($primary);
+	$primary->stop('immediate');
+	$standby->start;
+	promote($standby);
+	fails_with($standby, 'SELECT nextflake()', '55000',
+		'another layout, promoted: nothing is generated before it is accepted');
+	is($standby->safe_psql('postgres', 'SELECT flakeid_accept_layout()'), 't',
+		'another layout, promoted: a superuser accepts it');
+	above($standby, $x, 'another layout accepted after the promotion');
 	$standby->stop;
 }
 

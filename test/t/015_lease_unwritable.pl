@@ -233,7 +233,14 @@ is( $node->safe_psql('postgres',
 		'CREATE TABLE after_crash AS SELECT g FROM generate_series(1, 10) g;
 		 SELECT count(*) FROM after_crash'),
 	'10', 'the rest of the server works: it writes and reads tables');
+is($node->safe_psql('postgres', 'SELECT state FROM flakeid_status()'),
+	'state file behind', 'flakeid_status() says the file is behind');
 chmod 0600, $state_file or die "chmod $state_file: $!";
+# the lease worker writes the lease it kept as soon as it can, before
+# any call asks
+ok( wait_until(
+		sub { $node->safe_psql('postgres', 'SELECT state FROM flakeid_status()') eq 'ready' }, 20),
+	'once the file is writable, the lease worker writes the kept lease');
 ok(wait_until(sub { (generate(9))[0] }, 20, 0.1), 'generation resumes once the file is writable');
 is( $node->safe_psql('postgres',
 		"SELECT count(*) FROM ids WHERE phase = 9 AND id <= $max_before"),

@@ -289,9 +289,12 @@ sub postmaster_pid
 }
 
 # Stop what is left: clients, Patroni (which stops its PostgreSQL), then
-# any PostgreSQL still running, then etcd.
+# any PostgreSQL still running, then etcd.  Called from an END block, it
+# keeps the test's exit status, which waiting for the processes would
+# overwrite.
 sub patroni_teardown
 {
+	local $?;
 	kill 'KILL', @client_pids if @client_pids;
 	waitpid($_, 0) foreach @client_pids;
 	@client_pids = ();

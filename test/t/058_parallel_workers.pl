@@ -185,6 +185,58 @@ is($out, '200000 true true true', 'after a restart: generates as configured')
   or diag($err);
 is($node->safe_psql('postgres', 'SELECT state FROM flakeid_status()'),
 	'ready', 'after a restart: the layout recorded is the configured one');
-
 $node->stop;
+
+# 4. The lease worker takes a background worker slot when a call first
+# needs it.  Parallel queries that hold every slot keep it from starting
+# (the call fails after 10 s, 55000); with max_parallel_workers one below
+# the slots, the slot stays free for it.
+my $slots = flake_node(
+	'worker_slots',
+	preload => 0,
+	node_id => 1,
+	conf    => q{
+max_worker_processes = 3
+max_logical_replication_workers = 0
+});
+foreach my $parallel (3, 2)
+{
+	$slots->append_conf('postgresql.conf', "max_parallel_workers = $parallel");
+	$slots->start;
+	$slots->safe_psql('postgres', 'CREATE EXTENSION IF NOT EXISTS flakeid');
+	$slots->restart;
+	my @sleepers = map {
+		my $s = $slots->background_psql('postgres');
+		$s->query_until(qr/sleeping/, "SET debug_parallel_query = on;\n"
+			  . "SET parallel_leader_participation = off;\n\\echo sleeping\n"
+			  . "SELECT pg_sleep(20);\n");
+		$s;
+	} 1 .. 3;
+	wait_until(
+		sub {
+			$slots->safe_psql('postgres',
+				q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'parallel worker'})
+			  == $parallel;
+		},
+		10);
+	($ret, $out, $err, my $state) = psql_state($slots, 'SELECT nextflake() > 0');
+	if ($parallel == 3)
+	{
+		is($state, '55000', 'every worker slot taken by parallel queries: the first call fails')
+		  or diag("$out\n$err");
+		like($err, qr/timed out waiting for the flakeid lease worker/,
+			'and says that it waited for the lease worker');
+	}
+	else
+	{
+		is($out, 't', 'max_parallel_workers below the slots: the first call generates')
+		  or diag($err);
+	}
+	$slots->safe_psql('postgres', q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+WHERE query = 'SELECT pg_sleep(20);' AND backend_type = 'client backend'});
+	# their psql ended with the backend
+	eval { $_->quit } foreach @sleepers;
+	$slots->stop;
+}
+
 done_testing();

@@ -42,9 +42,8 @@
 #     co-locates with bigint tables;
 #   - a worker that fails over to its streaming standby (promoted, then
 #     citus_update_node()) after a burst ahead of the clock: with a
-#     synchronous standby no ID is stored twice across the cluster; with an
-#     asynchronous one the round is TODO until asynchronous promotions
-#     continue above the old worker's lead.
+#     synchronous standby and with an asynchronous one that was behind, no
+#     ID is stored twice across the cluster.
 #
 # Generated IDs are checked by their properties and never printed.
 
@@ -983,10 +982,10 @@ cmp_ok($bare_rows, '>', 0,
 #
 # With a synchronous standby the lease under the burst's IDs reached the
 # standby before they were returned.  With an asynchronous one that was
-# behind (stopped during the burst), the promise is that the promoted
-# server continues above its clock plus the old one's maximum lead and
-# lease plus a skew allowance; that round is marked TODO until flakeid
-# keeps it.
+# behind (stopped during the burst), the promoted server continues above
+# its clock plus the old one's maximum lead and lease plus
+# flakeid.max_clock_skew, the old worker being stopped first and the
+# clocks one.
 #
 q_coord(
 	q{CREATE TABLE failover_events (
@@ -1121,14 +1120,9 @@ sub failover_round
 			  . 'the promoted worker\'s first ID is %s the burst\'s last; IDs stored twice: %d',
 			$round, $failover_secs, $burst_rows, $elsewhere, $kept,
 			($after > $last ? 'above' : 'not above'), $twice));
-  TODO:
-	{
-		local $TODO =
-		  $sync ? undef : 'an asynchronous promotion does not yet continue above the old lead';
-		cmp_ok($after, '>', $last,
-			"$round failover: the promoted worker's IDs are above every ID the old one returned");
-		is($twice, 0, "$round failover: no ID stored twice across the cluster");
-	}
+	cmp_ok($after, '>', $last,
+		"$round failover: the promoted worker's IDs are above every ID the old one returned");
+	is($twice, 0, "$round failover: no ID stored twice across the cluster");
 	return $old;
 }
 

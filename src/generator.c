@@ -480,14 +480,17 @@ FlakeSleep(FlakeShared *s, int64 ms)
  * confirm.c).  lease_end is the durable end, as read; now is the precise
  * clock, or -1 for "read it when needed".
  */
+static pg_noinline bool
+FlakeSyncCovers(FlakeShared *s, int64 end_ms, int64 now)
+{
+	return FlakeConfirmedCovers(&s->confirm, end_ms, now >= 0 ? now : PreciseNow());
+}
+
 static inline bool
 FlakeLeaseCoversMs(FlakeShared *s, int64 end_ms, int64 lease_end, int64 now)
 {
-	if (end_ms >= lease_end)
-		return false;
-	if (likely(!FlakeStandbyConfirms()))
-		return true;
-	return FlakeConfirmedCovers(&s->confirm, end_ms, now >= 0 ? now : PreciseNow());
+	return end_ms < lease_end &&
+		(likely(!FlakeStandbyConfirms()) || FlakeSyncCovers(s, end_ms, now));
 }
 
 static void

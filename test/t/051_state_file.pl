@@ -160,76 +160,52 @@ $node->stop;
 unlink $file;
 move("$file.gone", $file) or die "move: $!";
 
-# A file written by flakeid 1.1 (two copies at offsets 0 and 512, format
-# version 1): read, its floor kept, and replaced by the current format.
-my $old = flake_node('from_1_1', node_id => 3, quiet => 1);
-my $old_file = $old->data_dir . '/flakeid.state';
-copy("$ENV{FLAKE_SRC}/test/fixtures/flakeid-1.1.state", $old_file)
-  or die "copy fixture: $!";
-chmod 0600, $old_file;
-$old->start;
-$old->safe_psql('postgres',
-	'CREATE EXTENSION flakeid; CREATE TABLE ids (id flakeid PRIMARY KEY DEFAULT nextflake())');
-is( $old->safe_psql(
-		'postgres',
-		q{SELECT string_agg(format('%s/%s/%s', "offset", version, serial), ',' ORDER BY "offset")
-		  FROM flakeid_state_file() WHERE valid}),
-	'0/1/2,512/1/1',
-	'the 1.1 file is read: two copies of format version 1');
-my $lease_end = $old->safe_psql('postgres',
-	q{SELECT extract(epoch FROM max(lease_end)) FROM flakeid_state_file() WHERE valid});
-$old->stop;
-start_faked($old, offset_to($lease_end - 2));
-my ($ret, $out, $e) = psql_as($old,
-	'INSERT INTO ids SELECT FROM generate_series(1, 1000)');
-is($ret, 0, 'with the clock before its lease end, generation works') or diag($e);
-is($old->safe_psql('postgres',
-		'SELECT count(*) FROM ids WHERE id <= 912490645115910036'),
-	'0', 'every ID is above the last one flakeid 1.1 issued');
-is( $old->safe_psql(
-		'postgres',
-		q{SELECT string_agg(format('%s/%s', "offset", version), ',' ORDER BY "offset")
-		  FROM flakeid_state_file() WHERE valid}),
-	'0/3,4096/3',
-	'the file is rewritten in the current format, the old second copy gone');
-is($old->safe_psql('postgres', 'SELECT count(*) FROM flakeid_state_file()'),
-	'2', 'and no longer shown');
-$old->stop;
-
-# A file written by flakeid 1.2 (format version 2, no timeline in the
-# lease) on timeline 1: read, its floor kept, no floor for a change of
-# timeline (it ended no archive recovery), and rewritten as version 3.
-my $v2 = flake_node('from_1_2', node_id => 4, quiet => 1);
-my $v2_file = $v2->data_dir . '/flakeid.state';
-copy("$ENV{FLAKE_SRC}/test/fixtures/flakeid-1.2.state", $v2_file)
-  or die "copy fixture: $!";
-chmod 0600, $v2_file;
-$v2->start;
-$v2->safe_psql('postgres',
-	'CREATE EXTENSION flakeid; CREATE TABLE ids (id flakeid PRIMARY KEY DEFAULT nextflake())');
-is( $v2->safe_psql(
-		'postgres',
-		q{SELECT string_agg(format('%s/%s/%s', "offset", version, valid), ',' ORDER BY "offset")
-		  FROM flakeid_state_file()}),
-	'0/2/t,4096/2/t',
-	'the 1.2 file is read: two copies of format version 2');
-$lease_end = $v2->safe_psql('postgres',
-	q{SELECT extract(epoch FROM max(lease_end)) FROM flakeid_state_file() WHERE valid});
-$v2->stop;
-start_faked($v2, offset_to($lease_end - 2));
-($ret, $out, $e) = psql_as($v2, q{
+# Files written by older versions, read, their floor kept, and rewritten
+# in the current format: flakeid 1.1 (format version 1, two copies at
+# offsets 0 and 512, whose old second copy is then gone) and 1.2 (format
+# version 2, no timeline in the lease; on timeline 1 it ended no archive
+# recovery, so no floor ahead of the clock).  Each fixture is the file of
+# a server that issued IDs up to the one given (test/fixtures/README).
+my ($ret, $out, $e, $lease_end);
+foreach my $fixture (
+	[ '1.1', 3, 912490645115910036, '0/1/2/t,512/1/1/t' ],
+	[ '1.2', 4, 913592545995408359, '0/2/1/t,4096/2/1/t' ])
+{
+	my ($version, $node_id, $last_id, $copies) = @$fixture;
+	(my $name = "from_$version") =~ s/\./_/;
+	my $old = flake_node($name, node_id => $node_id, quiet => 1);
+	my $old_file = $old->data_dir . '/flakeid.state';
+	copy("$ENV{FLAKE_SRC}/test/fixtures/flakeid-$version.state", $old_file)
+	  or die "copy fixture: $!";
+	chmod 0600, $old_file;
+	$old->start;
+	$old->safe_psql('postgres',
+		'CREATE EXTENSION flakeid; CREATE TABLE ids (id flakeid PRIMARY KEY DEFAULT nextflake())');
+	is( $old->safe_psql(
+			'postgres',
+			q{SELECT string_agg(format('%s/%s/%s/%s', "offset", version, serial, valid), ',' ORDER BY "offset")
+			  FROM flakeid_state_file()}),
+		$copies, "the $version file is read: its two copies, both valid");
+	$lease_end = $old->safe_psql('postgres',
+		q{SELECT extract(epoch FROM max(lease_end)) FROM flakeid_state_file() WHERE valid});
+	$old->stop;
+	start_faked($old, offset_to($lease_end - 2));
+	($ret, $out, $e) = psql_as($old, qq{
 INSERT INTO ids SELECT FROM generate_series(1, 1000);
-SELECT count(*) FILTER (WHERE id <= 913592545995408359),
+SELECT count(*) FILTER (WHERE id <= $last_id),
 	flakeid_timestamp(min(id)) < clock_timestamp() + interval '3 s'
 FROM ids});
-is($out, '0|t', 'every ID is above the last one flakeid 1.2 issued, and none far ahead')
-  or diag($e);
-is( $v2->safe_psql(
-		'postgres',
-		q{SELECT string_agg(format('%s/%s', "offset", version), ',' ORDER BY "offset")
-		  FROM flakeid_state_file() WHERE valid}),
-	'0/3,4096/3', 'the 1.2 file is rewritten in the current format');
-$v2->stop;
+	is($out, '0|t',
+		"every ID is above the last one flakeid $version issued, and none far ahead of the clock")
+	  or diag($e);
+	is( $old->safe_psql(
+			'postgres',
+			q{SELECT string_agg(format('%s/%s/%s', "offset", version, valid), ',' ORDER BY "offset")
+			  FROM flakeid_state_file()}),
+		'0/3/t,4096/3/t',
+		"the $version file is rewritten in the current format, nothing else shown");
+	$old->stop;
+}
 
 # Two valid copies with different serials, as a crash between the two
 # writes of a renewal leaves them (the copy at 4096 is written first):

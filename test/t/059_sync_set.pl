@@ -114,7 +114,7 @@ SELECT flakeid_timestamp(last_id) > clock_timestamp() + interval '4 s' FROM flak
 	return;
 }
 
-# Calls that need IDs past what s2 has flushed, with a 3 s statement
+# Calls that need IDs past what s2 has flushed, with a 1 s statement
 # timeout: each must wait (and fail with the statement timeout, 57014, or
 # the lease's own bound, 55000), never return an ID.
 sub calls_wait
@@ -124,7 +124,7 @@ sub calls_wait
 		'SELECT nextflakes(1) FROM generate_series(1, 3)')
 	{
 		my ($ret, $out, $err, $state) = psql_state($primary,
-			"SET statement_timeout = '3s';\n$call;");
+			"SET statement_timeout = '1s';\n$call;");
 		note_returned($out);
 		push @after_switch, grep { /^\d+$/ } split /\n/, $out;
 		ok($ret != 0 && defined $state && $state =~ /^(57014|55000)$/,
@@ -156,7 +156,7 @@ set_list('FIRST 2 (s1, s2)', 's1=sync s2=sync');
 my $receiver = stall_s2();
 {
 	my ($ret, $out, $err, $state) = psql_state($primary,
-		"SET statement_timeout = '3s';\nSELECT nextflakes(20000000) LIMIT 1;");
+		"SET statement_timeout = '1s';\nSELECT nextflakes(20000000) LIMIT 1;");
 	note_returned($out);
 	ok($ret != 0 && defined $state && $state =~ /^(57014|55000)$/,
 		'FIRST 2, s2 behind: a call past the lease both have waits for s2')

@@ -33,6 +33,7 @@
 #include "postgres.h"
 
 #include "access/parallel.h"
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
 
@@ -320,10 +321,10 @@ FlakeReportForeignSetting(void)
 }
 
 /*
- * Define flakeid.foreign_setting and, in a session (not a parallel worker,
- * which takes its leader's), give it this session's foreign setting, or
- * none.  The override keeps out a value given from elsewhere; no session
- * can SET it after the start.
+ * Define flakeid.foreign_setting and, in a session with a foreign setting
+ * (not a parallel worker, which takes its leader's), give it that setting.
+ * No session can SET it after the start, nor give it at the start unless
+ * it is a superuser's.
  */
 static void
 DefineForeignSetting(void)
@@ -340,11 +341,13 @@ DefineForeignSetting(void)
 							   GUC_DISALLOW_IN_FILE | GUC_DISALLOW_IN_AUTO_FILE |
 							   FLAKE_GUC_ALLOW_IN_PARALLEL,
 							   NULL, NULL, NULL);
-	if (IsParallelWorker() || FlakePreloaded())
+	if (IsParallelWorker() || FlakePreloaded() || foreign_setting == NULL)
 		return;
-	value = foreign_setting == NULL ? "" :
-		psprintf("%s %s", foreign_source == PGC_S_CLIENT ?
-				 FOREIGN_FROM_CLIENT : FOREIGN_FROM_ROLE, foreign_setting);
+	/* loaded in parallel mode (for a type's output) without the flag */
+	if (IsInParallelMode() && FLAKE_GUC_ALLOW_IN_PARALLEL == 0)
+		return;
+	value = psprintf("%s %s", foreign_source == PGC_S_CLIENT ?
+					 FOREIGN_FROM_CLIENT : FOREIGN_FROM_ROLE, foreign_setting);
 	SetConfigOption("flakeid.foreign_setting", value, PGC_SU_BACKEND,
 					PGC_S_OVERRIDE);
 }

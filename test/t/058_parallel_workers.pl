@@ -177,6 +177,24 @@ foreach my $case (
 	}
 }
 
+# 2b. Such a session's first use of flakeid is inside a parallel query: a
+# function that only the leader may run (PARALLEL RESTRICTED) decodes the
+# rows of a parallel scan, and the library loads in the leader while the
+# query runs in parallel mode.  The query works, and the session's later
+# workers still refuse to generate.
+$node->safe_psql('postgres', q{
+CREATE FUNCTION node_of(bigint) RETURNS int LANGUAGE plpgsql PARALLEL RESTRICTED
+AS $$BEGIN RETURN flakeid_node($1::flakeid); END$$;});
+foreach my $opts ('-c flakeid.epoch=2000-01-01', '-c flakeid.node_id=7')
+{
+	($ret, $out, $err, my $state) = as_app_with($opts,
+		"${in_worker}SELECT node_of((g + 1023)::bigint) FROM big WHERE g = 1;\nSELECT nextflake();");
+	is($out, '1', "$opts, the library loaded inside a parallel query: it decodes")
+	  or diag($err);
+	is($state, '55P02', "$opts, the library loaded inside a parallel query: a later worker refuses")
+	  or diag($err);
+}
+
 # 3. After a restart the generator is as configured: the layout it
 # recorded is the configuration's.
 $node->restart;

@@ -276,6 +276,11 @@ sub retire
 $primary = flake_node(new_node('primary'), node_id => 5, streaming => 1,
 	archiving => $preload, quiet => 1, preload => $preload, conf => $conf);
 $archive = $primary->archive_dir;
+# a segment appears in the archive whole, or not at all: a restore must
+# not read one that an immediate stop cut short
+$primary->append_conf('postgresql.conf',
+	qq{archive_command = 'cp "%p" "$archive/%f.part" && mv "$archive/%f.part" "$archive/%f"'})
+  if $preload;
 push @all_nodes, $primary;
 start_node($primary) or die 'the primary did not start';
 $primary->safe_psql(

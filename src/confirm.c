@@ -26,10 +26,20 @@
  * used.  The hot path reads sync_end and the time of the check, on one
  * cache line, and only while the server has synchronous standbys.
  *
- * The number and method of the synchronous standbys are the lease
- * worker's reading of synchronous_standby_names, published here at its
- * start and after each reload; which standbys are named, and their order,
- * come from each walsender's own priority.
+ * Which standbys are named, and their order, come from each walsender's
+ * own priority, which the walsender sets as it takes a reload in.  Their
+ * number and method are not in shared memory: they are the lease worker's
+ * reading of synchronous_standby_names, published at its start and after
+ * each reload.  The worker wakes on every reload, and while the server has
+ * synchronous standbys it stamps its reading at least every
+ * FLAKE_WORKER_SYNC_NAPTIME_MS; a reading not stamped for
+ * FLAKE_CONFIG_FRESH_MS (a worker stopped, busy, gone or not yet
+ * restarted, which may have missed a reload that changed the number or
+ * the method) is not used: the check then asks every standby that a
+ * walsender counts as named for the lease, which covers the synchronous
+ * set under any number and method.  So a reload that a live worker has not
+ * taken in yet counts the old way for at most FLAKE_CONFIG_FRESH_MS, as
+ * PostgreSQL's own walsenders each take a reload in at their own moment.
  *
  *-------------------------------------------------------------------------
  */
@@ -68,6 +78,7 @@ FlakeConfirmInit(FlakeConfirm *c, int tranche)
 {
 	pg_atomic_init_u64(&c->sync_end, 0);
 	pg_atomic_init_u64(&c->checked, 0);
+	pg_atomic_init_u64(&c->config_at, 0);
 	LWLockInitialize(&c->lock, tranche);
 	c->config_known = false;
 	ForgetRecords(c);
@@ -94,6 +105,16 @@ FlakeConfirmPublishConfig(FlakeConfirm *c)
 		c->method = SyncRepConfig->syncrep_method;
 	}
 	LWLockRelease(&c->lock);
+}
+
+/*
+ * The lease worker has taken in every reload so far (now: ms of the
+ * layout's clock).
+ */
+void
+FlakeConfirmStandBy(FlakeConfirm *c, int64 now)
+{
+	pg_atomic_write_u64(&c->config_at, (uint64) Max(now, 1));
 }
 
 /* A lease record is in WAL up to lsn, flushed locally. */
@@ -140,10 +161,12 @@ CandidateByFlushDesc(const void *a, const void *b)
  * How far the standbys that are synchronous now have flushed WAL, as a
  * commit waiting for num_sync of them by method would count it; invalid
  * when fewer of them are there than it waits for.  The walsenders are read
- * as PostgreSQL's own SyncRepGetCandidateStandbys() reads them.
+ * as PostgreSQL's own SyncRepGetCandidateStandbys() reads them.  With
+ * every_named, how far all the named standbys have flushed: what any
+ * number and method would ask for.
  */
 static XLogRecPtr
-SyncStandbysFlushed(int num_sync, int method)
+SyncStandbysFlushed(int num_sync, int method, bool every_named)
 {
 	static FlakeCandidate *candidates = NULL;
 	int			n = 0;
@@ -176,6 +199,14 @@ SyncStandbysFlushed(int num_sync, int method)
 	}
 	if (num_sync < 1 || n < num_sync)
 		return InvalidXLogRecPtr;
+	if (every_named)
+	{
+		XLogRecPtr	least = candidates[0].flush;
+
+		for (int i = 1; i < n; i++)
+			least = Min(least, candidates[i].flush);
+		return least;
+	}
 	if (method == SYNC_REP_QUORUM)
 	{
 		qsort(candidates, n, sizeof(FlakeCandidate), CandidateByFlushDesc);
@@ -199,8 +230,13 @@ FlakeConfirmCheck(FlakeConfirm *c, int64 now)
 	int64		old;
 
 	LWLockAcquire(&c->lock, LW_EXCLUSIVE);
-	if (c->config_known)
-		flushed = SyncStandbysFlushed(c->num_sync, c->method);
+	if (c->config_known &&
+		(uint64) (now - (int64) pg_atomic_read_u64(&c->config_at)) <
+		FLAKE_CONFIG_FRESH_MS)
+		flushed = SyncStandbysFlushed(c->num_sync, c->method, false);
+	else
+		flushed = SyncStandbysFlushed(c->config_known ? c->num_sync : 1,
+									  c->method, true);
 	if (!XLogRecPtrIsInvalid(flushed))
 	{
 		if (!XLogRecPtrIsInvalid(c->dropped.lsn) && c->dropped.lsn <= flushed)

@@ -43,6 +43,11 @@ typedef struct FlakeConfirm
 	 */
 	LWLock		lock;
 	bool		config_known;
+	/*
+	 * When the lease worker last stood by that reading (ms of the layout's
+	 * clock): it wakes on every reload, takes it in, and stamps this.
+	 */
+	pg_atomic_uint64 config_at;
 	int			num_sync;
 	int			method;
 	int			nlogged;
@@ -57,9 +62,19 @@ typedef struct FlakeConfirm
  */
 #define FLAKE_CONFIRM_FRESH_MS	2
 
+/*
+ * How long the lease worker's reading of the synchronous standbys' number
+ * and method is trusted after it last stood by it.  An older reading (a
+ * worker stopped, busy, gone or restarting, which may have missed a
+ * reload) gives way to one that holds under any reading: every standby
+ * that a walsender counts as named must have the lease.
+ */
+#define FLAKE_CONFIG_FRESH_MS	50
+
 extern void FlakeConfirmInit(FlakeConfirm *c, int tranche);
 extern void FlakeConfirmReset(FlakeConfirm *c);
 extern void FlakeConfirmPublishConfig(FlakeConfirm *c);
+extern void FlakeConfirmStandBy(FlakeConfirm *c, int64 now);
 extern void FlakeConfirmRecord(FlakeConfirm *c, XLogRecPtr lsn, int64 lease_end);
 extern bool FlakeConfirmCheck(FlakeConfirm *c, int64 now);
 extern bool FlakeConfirmRecheckCovers(FlakeConfirm *c, int64 end_ms, int64 now);

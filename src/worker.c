@@ -57,6 +57,13 @@ PGDLLEXPORT void flakeid_lease_worker_main(Datum main_arg);
 /* How often it checks the standbys while they lack its newest lease. */
 #define FLAKE_WORKER_CONFIRM_POLL_MS 5
 
+/*
+ * How long it sleeps at most while the server has synchronous standbys:
+ * well within FLAKE_CONFIG_FRESH_MS, so that its reading of them stays
+ * trusted.
+ */
+#define FLAKE_WORKER_SYNC_NAPTIME_MS 10
+
 /* How soon a backend may launch the worker again, when not preloaded. */
 #define FLAKE_WORKER_RELAUNCH_MS 1000
 
@@ -133,11 +140,14 @@ static bool
 FlakeWorkerConfirm(FlakeShared *s)
 {
 	FlakeLayout layout;
+	int64		now;
 
 	if (!FlakeStandbyConfirms())
 		return false;
 	(void) FlakeSnapshot(s, &layout);
-	if (FlakeConfirmCheck(&s->confirm, FlakeClockMs(&layout)))
+	now = FlakeClockMs(&layout);
+	FlakeConfirmStandBy(&s->confirm, now);
+	if (FlakeConfirmCheck(&s->confirm, now))
 		ConditionVariableBroadcast(&s->lease_cv);
 	return FlakeConfirmedEnd(&s->confirm) < (int64) pg_atomic_read_u64(&s->lease_end);
 }
@@ -196,7 +206,9 @@ flakeid_lease_worker_main(Datum main_arg)
 		unconfirmed = FlakeWorkerConfirm(s);
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 unconfirmed ? FLAKE_WORKER_CONFIRM_POLL_MS : FLAKE_WORKER_NAPTIME_MS,
+						 unconfirmed ? FLAKE_WORKER_CONFIRM_POLL_MS :
+						 FlakeStandbyConfirms() ? FLAKE_WORKER_SYNC_NAPTIME_MS :
+						 FLAKE_WORKER_NAPTIME_MS,
 						 unconfirmed ? WAIT_EVENT_SYNC_REP : PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}

@@ -16,7 +16,11 @@
 #   3. FIRST 1 (s1, s2): s1 is stopped cleanly.
 #   4. 's1', s2 asynchronous: the lease worker is ended and, before it is
 #      back, the list is reloaded to 's2'.
-#   5. 's1', s2 asynchronous: the list is reloaded to 's2' while the lease
+#   5. FIRST 1 (s1, s2) reloaded to FIRST 2 (s1, s2) while the lease worker
+#      is stopped, and 6. ANY 1 (s1, s2) reloaded to FIRST 1 (s2, s1) while
+#      it is ended and not yet back: a number or a method that only the
+#      lease worker reads changes.
+#   7. 's1', s2 asynchronous: the list is reloaded to 's2' while the lease
 #      worker is stopped (SIGSTOP), and again once it runs.
 #
 # Then failover to s2: every ID the promoted standby makes is above every
@@ -198,7 +202,54 @@ ok(wait_until(sub { my $w = lease_worker(); $w ne '' && $w != $worker }, 30),
 calls_wait('list reloaded during the worker\'s restart, worker back');
 recover($receiver, 0);
 
-# Round 5: the list changes while the lease worker is stopped.
+# Rounds 5 and 6: the number or the method of the synchronous standbys
+# changes while the lease worker cannot read it (stopped, or ended and not
+# yet back).  The walsenders' priorities do not show it: they stay the
+# same from FIRST 1 to FIRST 2, and from ANY 1 to FIRST 1 they only give
+# an order.  A commit now waits for s2, and so do the calls.
+foreach my $round (
+	[ 'FIRST 1 (s1, s2)', 's1=sync s2=potential', 'FIRST 2 (s1, s2)', 's1=sync s2=sync', 'stopped' ],
+	[ 'ANY 1 (s1, s2)', 's1=quorum s2=quorum', 'FIRST 1 (s2, s1)', 's1=potential s2=sync', 'ended' ])
+{
+	my ($list, $before, $new_list, $after, $how) = @$round;
+	my $phase = "$list reloaded to $new_list while the lease worker is $how";
+	set_list($list, $before);
+	my $receiver = stall_s2();
+	burst();
+	my $worker = lease_worker();
+	if ($how eq 'stopped')
+	{
+		ok(kill('STOP', $worker), 'the lease worker is stopped');
+	}
+	else
+	{
+		$primary->safe_psql('postgres', "SELECT pg_terminate_backend($worker)");
+	}
+	$primary->safe_psql('postgres',
+		"ALTER SYSTEM SET synchronous_standby_names = '$new_list';\nSELECT pg_reload_conf();");
+	ok( wait_until(
+			sub {
+				sync_states() eq $after
+				  && $primary->safe_psql('postgres', 'SHOW synchronous_standby_names') eq $new_list;
+			},
+			60),
+		"$phase: $after")
+	  or diag('states: ' . sync_states());
+	calls_wait($phase);
+	if ($how eq 'stopped')
+	{
+		kill('CONT', $worker);
+	}
+	else
+	{
+		ok(wait_until(sub { my $w = lease_worker(); $w ne '' && $w != $worker }, 30),
+			'the lease worker is back');
+	}
+	calls_wait("$phase, worker running");
+	recover($receiver, 0);
+}
+
+# Round 7: the list changes while the lease worker is stopped.
 set_list('s1', 's1=sync s2=async');
 $receiver = stall_s2();
 burst();
@@ -212,7 +263,7 @@ calls_wait('list reloaded while the worker is stopped');
 kill('CONT', $worker);
 calls_wait('list reloaded while the worker was stopped, worker running');
 
-# Failover to s2, which never received the bursts' leases after round 5's
+# Failover to s2, which never received the bursts' leases after round 7's
 # stall.
 is(scalar @after_switch, 0, 'no ID was returned after a switch');
 $primary->stop('immediate');

@@ -146,7 +146,9 @@ FlakeWorkerConfirm(FlakeShared *s)
 		return false;
 	(void) FlakeSnapshot(s, &layout);
 	now = FlakeClockMs(&layout);
-	FlakeConfirmStandBy(&s->confirm, now);
+	/* not while a reload that came during the renewal waits for the loop */
+	if (!ConfigReloadPending)
+		FlakeConfirmStandBy(&s->confirm, now);
 	if (FlakeConfirmCheck(&s->confirm, now))
 		ConditionVariableBroadcast(&s->lease_cv);
 	return FlakeConfirmedEnd(&s->confirm) < (int64) pg_atomic_read_u64(&s->lease_end);

@@ -35,11 +35,13 @@
  * FLAKE_WORKER_SYNC_NAPTIME_MS; a reading not stamped for
  * FLAKE_CONFIG_FRESH_MS (a worker stopped, busy, gone or not yet
  * restarted, which may have missed a reload that changed the number or
- * the method) is not used: the check then asks every standby that a
- * walsender counts as named for the lease, which covers the synchronous
- * set under any number and method.  So a reload that a live worker has not
- * taken in yet counts the old way for at most FLAKE_CONFIG_FRESH_MS, as
- * PostgreSQL's own walsenders each take a reload in at their own moment.
+ * the method), or one that differs from the checking process's own, is
+ * not used: the check then asks every standby that a walsender counts as
+ * named for the lease, which covers the synchronous set under any number
+ * and method.  What remains: a statement that began before a reload and
+ * checks within FLAKE_CONFIG_FRESH_MS of the worker's last stamp, the
+ * worker not having taken the reload in, counts the old way; PostgreSQL's
+ * own walsenders, too, each take a reload in at their own moment.
  *
  *-------------------------------------------------------------------------
  */
@@ -218,6 +220,28 @@ SyncStandbysFlushed(int num_sync, int method, bool every_named)
 }
 
 /*
+ * Whether the lease worker's reading of the synchronous standbys' number
+ * and method counts: stamped in the last FLAKE_CONFIG_FRESH_MS, and the
+ * same as this process's own reading.  A session takes a reload in
+ * between statements, the worker at once, so a session that read another
+ * number or method than the worker has seen a reload that the worker has
+ * not yet (or the other way round); and a worker that did not stamp its
+ * reading lately may have missed one that the session has not seen
+ * either, when the session's statement began before it.  Caller holds
+ * the lock.
+ */
+static bool
+ReadingTrusted(FlakeConfirm *c, int64 now)
+{
+	if (!c->config_known ||
+		(uint64) (now - (int64) pg_atomic_read_u64(&c->config_at)) >=
+		FLAKE_CONFIG_FRESH_MS)
+		return false;
+	return SyncRepConfig != NULL && SyncRepConfig->num_sync == c->num_sync &&
+		SyncRepConfig->syncrep_method == c->method;
+}
+
+/*
  * Check which part of the lease the synchronous standbys have, as of now
  * (ms of the layout's clock, read before the check).  Returns whether the
  * confirmed end rose.
@@ -230,12 +254,11 @@ FlakeConfirmCheck(FlakeConfirm *c, int64 now)
 	int64		old;
 
 	LWLockAcquire(&c->lock, LW_EXCLUSIVE);
-	if (c->config_known &&
-		(uint64) (now - (int64) pg_atomic_read_u64(&c->config_at)) <
-		FLAKE_CONFIG_FRESH_MS)
+	if (ReadingTrusted(c, now))
 		flushed = SyncStandbysFlushed(c->num_sync, c->method, false);
 	else
-		flushed = SyncStandbysFlushed(c->config_known ? c->num_sync : 1,
+		flushed = SyncStandbysFlushed(Max(c->config_known ? c->num_sync : 1,
+										  SyncRepConfig ? SyncRepConfig->num_sync : 1),
 									  c->method, true);
 	if (!XLogRecPtrIsInvalid(flushed))
 	{

@@ -99,7 +99,7 @@ sub switch_to_sync
 # replication (read-only statements: a commit would wait for the standby).
 my @returned;
 
-# Calls that need IDs past the confirmed lease, with a 3 s statement
+# Calls that need IDs past the confirmed lease, with a 1 s statement
 # timeout: each must fail (with the statement timeout, 57014, or the
 # lease's own bound, 55000), never return an ID.  IDs returned anyway are
 # kept in @returned.
@@ -110,7 +110,7 @@ sub calls_wait
 		'SELECT nextflakes(1) FROM generate_series(1, 3)')
 	{
 		my ($ret, $out, $err, $state) = psql_state($primary,
-			"SET statement_timeout = '3s';\n$call;");
+			"SET statement_timeout = '1s';\n$call;");
 		push @returned, grep { /^\d+$/ } split /\n/, $out;
 		ok($ret != 0 && defined $state && $state =~ /^(57014|55000)$/,
 			"$phase: $call returns no ID the standby has not confirmed")
@@ -235,7 +235,7 @@ synchronous_commit = local});
 		'SyncRep',
 		'local: the lease worker waits for the synchronous standby (SyncRep)');
 	($ret, $out, $err, $state) = psql_state($primary,
-		"SET statement_timeout = '3s';\nSELECT nextflakes(20000000) LIMIT 1;");
+		"SET statement_timeout = '1s';\nSELECT nextflakes(20000000) LIMIT 1;");
 	push @returned, grep { /^\d+$/ } split /\n/, $out;
 	ok($ret != 0 && defined $state && $state =~ /^(57014|55000)$/,
 		'local: a burst 5 s ahead waits for the standby too')
@@ -248,7 +248,7 @@ synchronous_commit = local});
 	my $promoted = sub {
 		my ($node) = @_;
 		my ($ret, $out, $err, $state) = psql_state($node,
-			"SET statement_timeout = '3s';\nSELECT nextflakes(10000000) LIMIT 1;");
+			"SET statement_timeout = '1s';\nSELECT nextflakes(10000000) LIMIT 1;");
 		ok($ret != 0 && defined $state && $state =~ /^(57014|55000)$/,
 			'promoted with synchronous_standby_names set and no standby: IDs wait')
 		  or diag("$out\n$err");

@@ -30,9 +30,11 @@ use strict;
 use warnings;
 
 use FlakeTest;
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 
 # The WAL that fills s2's connection is kept for it, so that it catches up
 # however it reconnects.
@@ -206,7 +208,10 @@ recover($receiver, 0);
 # changes while the lease worker cannot read it (stopped, or ended and not
 # yet back).  The walsenders' priorities do not show it: they stay the
 # same from FIRST 1 to FIRST 2, and from ANY 1 to FIRST 1 they only give
-# an order.  A commit now waits for s2, and so do the calls.
+# an order.  A commit now waits for s2, and so do the calls: new sessions,
+# which read the new list, and in round 5 a statement that began before
+# the reload, so that neither its session nor the stopped worker read the
+# new list.
 foreach my $round (
 	[ 'FIRST 1 (s1, s2)', 's1=sync s2=potential', 'FIRST 2 (s1, s2)', 's1=sync s2=sync', 'stopped' ],
 	[ 'ANY 1 (s1, s2)', 's1=quorum s2=quorum', 'FIRST 1 (s2, s1)', 's1=potential s2=sync', 'ended' ])
@@ -217,16 +222,49 @@ foreach my $round (
 	my $receiver = stall_s2();
 	burst();
 	my $worker = lease_worker();
+	my ($early, $early_out, $early_err);
+	$primary->safe_psql('postgres', "ALTER SYSTEM SET synchronous_standby_names = '$new_list'");
 	if ($how eq 'stopped')
 	{
+		# a statement that begins before the reload: a session takes a
+		# reload in only between statements
+		$early = IPC::Run::start(
+			[
+				'psql', '-XAtq', '-d', $primary->connstr('postgres'),
+				'-c', "SET statement_timeout = '5s'",
+				'-c', q{DO $$ BEGIN PERFORM pg_sleep(1.5); RAISE NOTICE 'flakeid %', nextflake(); END $$}
+			],
+			'>', \$early_out, '2>', \$early_err);
+		ok( wait_until(
+				sub {
+					$primary->safe_psql('postgres',
+						q{SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'DO %pg_sleep(1.5)%'}) eq '1';
+				},
+				30),
+			"$phase: a statement is under way before the reload");
+		# a session that reloads and calls at once, while the stopped
+		# worker's reading is still recent
+		my ($in, $out, $err) = ('SELECT 1;' . "\n", '', '');
+		my $quick = IPC::Run::start([ 'psql', '-XAtq', '-d', $primary->connstr('postgres') ],
+			'<', \$in, '>', \$out, '2>', \$err);
+		$quick->pump until $out =~ /1/;
 		ok(kill('STOP', $worker), 'the lease worker is stopped');
+		$in .= "SELECT pg_reload_conf();\nSELECT pg_sleep(0.01);\nSET statement_timeout = '1s';\n"
+		  . "SELECT 'id ' || CASE WHEN current_setting('synchronous_standby_names') = '$new_list' "
+		  . "THEN nextflake()::text ELSE 'not yet' END;\n\\q\n";
+		$quick->finish;
+		my @ids = $out =~ /^id (\d+)$/mg;
+		note_returned(join("\n", @ids));
+		push @after_switch, @ids;
+		ok(!@ids, "$phase: a session that took the reload in at once returns no ID that s2 has not flushed")
+		  or diag("$out\n$err");
+		note 'the quick session ' . ($out =~ /^id not yet$/m ? 'had not taken the reload in' : 'waited');
 	}
 	else
 	{
 		$primary->safe_psql('postgres', "SELECT pg_terminate_backend($worker)");
 	}
-	$primary->safe_psql('postgres',
-		"ALTER SYSTEM SET synchronous_standby_names = '$new_list';\nSELECT pg_reload_conf();");
+	$primary->safe_psql('postgres', 'SELECT pg_reload_conf()');
 	ok( wait_until(
 			sub {
 				sync_states() eq $after
@@ -246,6 +284,16 @@ foreach my $round (
 			'the lease worker is back');
 	}
 	calls_wait("$phase, worker running");
+	if ($early)
+	{
+		$early->finish;
+		my @ids = $early_err =~ /NOTICE:\s+flakeid (\d+)/g;
+		note_returned(join("\n", @ids));
+		push @after_switch, @ids;
+		ok(!@ids && $early_err =~ /statement timeout/,
+			"$phase: a statement that began before the reload returns no ID that s2 has not flushed")
+		  or diag($early_err);
+	}
 	recover($receiver, 0);
 }
 

@@ -1286,8 +1286,10 @@ my %fault_subs;
 		return "$what, " . join(', ', @back);
 	},
 	# The list reloaded so that a standby that is behind counts, while the
-	# lease worker is away (see worker_gone_reload).
-	'lease worker gone during a reload' => sub { worker_gone_reload(0) },
+	# lease worker is away (see worker_gone_reload); two times in five its
+	# number or method changes, so that each round that starts with this
+	# fault may try that too.
+	'lease worker gone during a reload' => sub { worker_gone_reload(rand() < 0.4 ? 1 : 0) },
 	'lease worker gone during a reload of the method' => sub { worker_gone_reload(1) },
 	# Asynchronous failover right after a burst, mostly to a standby that
 	# missed the burst's lease (its walreceiver stopped, its connection

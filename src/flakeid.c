@@ -35,4 +35,6 @@ _PG_init(void)
 	FlakeShmemInit();
 	FlakeRegisterLeaseWorker();
 	FlakeRegisterRmgr();
+	if (!IsUnderPostmaster)
+		FlakeCheckWaitSettings();
 }

@@ -44,6 +44,7 @@
 #include "confirm.h"
 #include "guc.h"
 #include "layout.h"
+#include "lease.h"
 #include "mode.h"
 #include "shmem.h"
 #include "wal.h"
@@ -261,11 +262,15 @@ CheckSettingsUnchanged(FlakeShared *s)
 }
 
 static void FlakeAwaitFileWritten(FlakeShared *s);
+static void FlakeAwaitFloor(FlakeShared *s);
 
 /*
  * Learn the generator's word and layout again: the first call of this
  * process, or after a change.  Fails when it does not generate; waits out
- * a change in progress, and sees the generator set up first.
+ * a change in progress, and sees the generator set up first.  Every
+ * process passes here before its first reservation, and on a server that
+ * ended archive recovery only once the floor is written: no call reserves
+ * a tick below it.
  */
 static pg_noinline void
 FlakeRefresh(FlakeShared *s)
@@ -283,6 +288,11 @@ FlakeRefresh(FlakeShared *s)
 	if (FlakeWordStatus(word) == FLAKE_GEN_FILE_BEHIND)
 	{
 		FlakeAwaitFileWritten(s);
+		word = FlakeSnapshot(s, &layout);
+	}
+	if (FlakeWordStatus(word) == FLAKE_GEN_READY && FlakeFloorPending(s))
+	{
+		FlakeAwaitFloor(s);
 		word = FlakeSnapshot(s, &layout);
 	}
 	if (FlakeWordStatus(word) != FLAKE_GEN_READY)
@@ -418,8 +428,23 @@ WaitedMs(instr_time *since)
  * plus a lease: further ahead, the clock itself went back.
  */
 static void
-ReportWaitTooLong(int64 ahead, int64 wait)
+ReportWaitTooLong(FlakeShared *s, int64 now, int64 ahead, int64 wait)
 {
+	int64		floor_ms = (int64) pg_atomic_read_u64(&s->promotion_floor);
+
+	/* the floor after archive recovery is what the IDs wait for */
+	if (floor_ms - now > flake_max_lead_ms)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("flakeid values wait for the promotion floor, %lld ms ahead of the system clock",
+						(long long) (floor_ms - now)),
+				 errdetail("After the end of archive recovery IDs continue from %s, above every ID the old primary can have returned. "
+						   "They are returned only within flakeid.max_lead (%d ms) of the clock, "
+						   "and this call would wait %lld ms more for that, longer than flakeid.max_clock_wait (%d ms) allows.",
+						   timestamptz_to_str(FlakeTimestamp(&my_layout, floor_ms)),
+						   flake_max_lead_ms, (long long) wait, flake_max_clock_wait_ms),
+				 errhint("Call again once the clock is within flakeid.max_lead of the floor, "
+						 "or raise flakeid.max_clock_wait to wait for it.")));
 	if (ahead > (int64) flake_max_lead_ms + flake_max_clock_wait_ms + FLAKE_LEASE_MS)
 		ereport(ERROR,
 				(errcode(ERRCODE_SYSTEM_ERROR),
@@ -449,14 +474,14 @@ ReportWaitTooLong(int64 ahead, int64 wait)
  * it past flakeid.max_clock_wait in all.  Returns the wait in ms, or 0.
  */
 static int64
-FlakeClockWait(uint64 next, int64 n, int64 now, FlakeWaited *waited)
+FlakeClockWait(FlakeShared *s, uint64 next, int64 n, int64 now, FlakeWaited *waited)
 {
 	int64		wait = FlakeTickMs(&my_layout, next + n - 1) - now - flake_max_lead_ms;
 
 	if (wait <= 0)
 		return 0;
 	if (WaitedMs(&waited->clock_since) + wait > flake_max_clock_wait_ms)
-		ReportWaitTooLong(next > 0 ? FlakeTickMs(&my_layout, next - 1) - now : 0,
+		ReportWaitTooLong(s, now, next > 0 ? FlakeTickMs(&my_layout, next - 1) - now : 0,
 						  wait);
 	return wait;
 }
@@ -526,13 +551,13 @@ ReportLeaseWait(bool standbys)
 }
 
 /*
- * The newest lease was replayed from WAL while the state file could not be
- * written: wait, at most flakeid.max_lease_wait, for the lease worker to
- * write it, and fail with the file's error once the worker tried and
- * could not.
+ * Wait, at most flakeid.max_lease_wait, until the lease worker has written
+ * the state file that done() asks for, and fail with the file's error once
+ * the worker tried and could not.
  */
 static void
-FlakeAwaitFileWritten(FlakeShared *s)
+FlakeAwaitWritten(FlakeShared *s, bool (*done) (FlakeShared *s),
+				  void (*report_failed) (FlakeShared *s))
 {
 	uint64		writes = pg_atomic_read_u64(&s->file_writes);
 	instr_time	since;
@@ -540,7 +565,7 @@ FlakeAwaitFileWritten(FlakeShared *s)
 	INSTR_TIME_SET_ZERO(since);
 	(void) WaitedMs(&since);
 	ConditionVariablePrepareToSleep(&s->lease_cv);
-	while (FlakeWordStatus(pg_atomic_read_u32(&s->word)) == FLAKE_GEN_FILE_BEHIND)
+	while (!done(s))
 	{
 		bool		failed = s->lease_failing &&
 			pg_atomic_read_u64(&s->file_writes) != writes;
@@ -549,7 +574,7 @@ FlakeAwaitFileWritten(FlakeShared *s)
 		{
 			ConditionVariableCancelSleep();
 			if (s->lease_failing)
-				ReportFileBehind(s);
+				report_failed(s);
 			ReportLeaseWait(false);
 		}
 		FlakeWakeWorker(s);
@@ -557,6 +582,38 @@ FlakeAwaitFileWritten(FlakeShared *s)
 										   PG_WAIT_EXTENSION);
 	}
 	ConditionVariableCancelSleep();
+}
+
+static bool
+FileWritten(FlakeShared *s)
+{
+	return FlakeWordStatus(pg_atomic_read_u32(&s->word)) != FLAKE_GEN_FILE_BEHIND;
+}
+
+/*
+ * The newest lease was replayed from WAL while the state file could not be
+ * written: wait for the lease worker to write it.
+ */
+static void
+FlakeAwaitFileWritten(FlakeShared *s)
+{
+	FlakeAwaitWritten(s, FileWritten, ReportFileBehind);
+}
+
+static bool
+FloorWritten(FlakeShared *s)
+{
+	return !FlakeFloorPending(s);
+}
+
+/*
+ * The server ended archive recovery and the lease worker has yet to write
+ * the floor of its new timeline: wait for it.
+ */
+static void
+FlakeAwaitFloor(FlakeShared *s)
+{
+	FlakeAwaitWritten(s, FloorWritten, ReportLeaseFailing);
 }
 
 /*
@@ -624,7 +681,7 @@ FlakeAwaitIssue(FlakeShared *s, uint64 first, int64 n, FlakeWaited *waited)
 
 	for (;;)
 	{
-		int64		wait = FlakeClockWait(first, n, PreciseNow(), waited);
+		int64		wait = FlakeClockWait(s, first, n, PreciseNow(), waited);
 		int64		lease_end;
 
 		if (wait > 0)
@@ -711,7 +768,7 @@ FlakeReserve(FlakeShared *s, int64 n, FlakeIssue *issue)
 			else
 			{
 				FlakeCheckRange(FlakeTickMs(&my_layout, next + n - 1));
-				(void) FlakeClockWait(next, n, now, &waited);
+				(void) FlakeClockWait(s, next, n, now, &waited);
 				first = pg_atomic_fetch_add_u64(&s->next_tick, (uint64) n);
 			}
 		}

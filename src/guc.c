@@ -37,11 +37,13 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
+#include "clock.h"
 #include "compat.h"
 #include "epoch.h"
 #include "guc.h"
 #include "layout.h"
 #include "mode.h"
+#include "record.h"
 
 /*
  * The layout settings as this process applied them, kept in step by their
@@ -90,6 +92,54 @@ static const char *const config_only_settings[] = {
 	"flakeid.max_lead", "flakeid.max_clock_wait", "flakeid.max_lease_wait",
 	"flakeid.max_clock_skew"
 };
+
+/* Whether the parameters are defined: later assignments are reloads. */
+static bool gucs_defined = false;
+
+/*
+ * The largest flakeid.max_lead that a reload of this process lowered, and
+ * until when (ns of the monotonic clock) it counts for the floor after
+ * archive recovery; see FlakeFloorLeadMs().
+ */
+static int	lead_high_ms = 0;
+static int64 lead_high_until_ns = 0;
+
+/*
+ * A reload that lowers flakeid.max_lead leaves IDs up to the old lead
+ * ahead of the clock: the floor keeps counting with it until that lead, a
+ * lease and flakeid.max_clock_skew have passed.  Not for the value the
+ * library starts with.  Every process that takes the reload in notes it,
+ * the postmaster too, whose children started later inherit it: the lease
+ * worker of a standby that is promoted starts after the promotion.  The
+ * largest value and the latest end win; the monotonic clock measures the
+ * time, so that no step of the wall clock shortens it.
+ */
+static void
+AssignMaxLead(int newval, void *extra)
+{
+	int64		until;
+
+	(void) extra;
+	if (!gucs_defined || newval >= flake_max_lead_ms)
+		return;
+	until = FlakeMonotonicNs() +
+		((int64) flake_max_lead_ms + FLAKE_LEASE_MS + flake_max_clock_skew_ms) * 1000000;
+	lead_high_ms = Max(lead_high_ms, flake_max_lead_ms);
+	lead_high_until_ns = Max(lead_high_until_ns, until);
+}
+
+/*
+ * The lead that the floor after archive recovery allows for: the largest
+ * flakeid.max_lead in force here within the time its IDs can still be
+ * ahead of the clock, not only the value now.
+ */
+int64
+FlakeFloorLeadMs(void)
+{
+	if (lead_high_ms > flake_max_lead_ms && FlakeMonotonicNs() < lead_high_until_ns)
+		return lead_high_ms;
+	return flake_max_lead_ms;
+}
 
 #define EPOCH_FORMAT_DETAIL \
 	"flakeid.epoch must be an ISO-8601 UTC timestamp from 1970 on, such as \"" \
@@ -423,7 +473,7 @@ FlakeDefineGucs(void)
 							FLAKE_DEFAULT_MAX_LEAD_MS, 1, 3600 * 1000,
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
-							NULL, NULL, NULL);
+							NULL, AssignMaxLead, NULL);
 
 	DefineCustomIntVariable("flakeid.max_clock_wait",
 							"The longest a call waits for the system clock "
@@ -487,6 +537,7 @@ FlakeDefineGucs(void)
 
 	DefineForeignSetting();
 	MarkGUCPrefixReserved("flakeid");
+	gucs_defined = true;
 }
 
 /*
@@ -513,4 +564,29 @@ FlakeReportInvalidLayout(const char *bad_setting)
 			 errdetail("The server rejected the configured value and would otherwise use the default layout, "
 					   "which need not be the one the IDs were made with."),
 			 errhint("Correct the setting in the server's configuration and restart the server.")));
+}
+
+/*
+ * Warn when flakeid.max_clock_skew leaves flakeid.max_clock_wait no room:
+ * after the end of archive recovery the first calls wait about a lease
+ * plus flakeid.max_clock_skew for the clock (see lease.c), and a call
+ * that would wait longer than flakeid.max_clock_wait fails, so every call
+ * of a promoted server would fail until its clock catches up.  At start
+ * and at each reload that the lease worker takes in.
+ */
+void
+FlakeCheckWaitSettings(void)
+{
+	if ((int64) FLAKE_LEASE_MS + flake_max_clock_skew_ms < flake_max_clock_wait_ms)
+		return;
+	ereport(WARNING,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("flakeid.max_clock_skew (%d ms) leaves no room in flakeid.max_clock_wait (%d ms)",
+					flake_max_clock_skew_ms, flake_max_clock_wait_ms),
+			 errdetail("After a promotion the first calls wait about %d ms plus flakeid.max_clock_skew for the clock, "
+					   "and a call that would wait longer than flakeid.max_clock_wait fails: "
+					   "every call would fail until the clock catches up.",
+					   FLAKE_LEASE_MS),
+			 errhint("Set flakeid.max_clock_wait above %d ms plus flakeid.max_clock_skew, or lower flakeid.max_clock_skew.",
+					 FLAKE_LEASE_MS)));
 }

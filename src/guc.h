@@ -25,5 +25,7 @@ extern void FlakeReportInvalidLayout(const char *bad_setting);
 extern bool FlakeSettingsFromConfig(void);
 extern bool FlakeMaySetUp(void);
 extern void FlakeReportForeignSetting(void);
+extern void FlakeCheckWaitSettings(void);
+extern int64 FlakeFloorLeadMs(void);
 
 #endif							/* FLAKEID_GUC_H */

@@ -93,8 +93,24 @@ TimelineFloor(const FlakeLayout *layout, const FlakeLease *recorded,
 {
 	if (RecordedTimeline(recorded, have_recorded) == CurrentTimeline())
 		return 0;
-	return FlakeClockMs(layout) + flake_max_lead_ms + FLAKE_LEASE_MS +
+	return FlakeClockMs(layout) + FlakeFloorLeadMs() + FLAKE_LEASE_MS +
 		flake_max_clock_skew_ms;
+}
+
+/*
+ * Whether this server, out of recovery, still has to write the floor of
+ * its new timeline: the newest lease it knows was made on another one.
+ * Until it is written no call reserves IDs (see FlakeRefresh()): a tick
+ * taken before the floor lies below it, and may be one the old primary
+ * returned.
+ */
+bool
+FlakeFloorPending(FlakeShared *s)
+{
+	FlakeLease	recorded;
+	bool		have_recorded = FlakeRecordedLease(s, &recorded);
+
+	return RecordedTimeline(&recorded, have_recorded) != CurrentTimeline();
 }
 
 /*
@@ -112,13 +128,15 @@ FlakeWriteFloor(FlakeShared *s, const FlakeLayout *layout, int32 node,
 {
 	uint32		timeline = CurrentTimeline();
 	uint32		was = RecordedTimeline(recorded, have_recorded);
-	int64		floor_ms = Max(have_recorded ? recorded->lease_end : 0,
-							   TimelineFloor(layout, recorded, have_recorded));
+	int64		clock_floor = TimelineFloor(layout, recorded, have_recorded);
+	int64		floor_ms = Max(have_recorded ? recorded->lease_end : 0, clock_floor);
 	FlakeLease	lease;
 
 	FlakeLeaseFill(&lease, layout, node, Min(floor_ms, FLAKE_MAX_MS + 1), timeline);
 	if (!FlakeStoreLease(s, &lease, true))
 		return false;
+	if (clock_floor > 0)
+		pg_atomic_write_u64(&s->promotion_floor, (uint64) lease.lease_end);
 	if (was != timeline)
 		ereport(LOG,
 				(errmsg("flakeid continues from %s on timeline %u",

@@ -11,5 +11,6 @@
 #include "shmem.h"
 
 extern void FlakeLeaseRenew(FlakeShared *s, uint64 *renewed_tick);
+extern bool FlakeFloorPending(FlakeShared *s);
 
 #endif							/* FLAKEID_LEASE_H */

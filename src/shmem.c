@@ -242,6 +242,7 @@ FlakeInitShared(void *ptr)
 	pg_atomic_init_u64(&s->clock_steps_back, 0);
 	pg_atomic_init_u64(&s->worker_launched_at, 0);
 	pg_atomic_init_u64(&s->file_writes, 0);
+	pg_atomic_init_u64(&s->promotion_floor, 0);
 	ConditionVariableInit(&s->lease_cv);
 	LWLockInitialize(&s->lock, FlakeNewTranche());
 	FlakeConfirmInit(&s->confirm, s->lock.tranche);
@@ -550,3 +551,4 @@ FlakeRecordedLease(FlakeShared *s, FlakeLease *lease)
 	LWLockRelease(&s->lock);
 	return have;
 }
+

@@ -101,6 +101,7 @@ typedef struct FlakeShared
 	pg_atomic_uint64 clock_steps_back;	/* backward steps seen */
 	pg_atomic_uint64 worker_launched_at;	/* ms, when not preloaded */
 	pg_atomic_uint64 file_writes;	/* attempts to write the state file */
+	pg_atomic_uint64 promotion_floor;	/* ms: the last floor after recovery */
 	ConditionVariable lease_cv; /* broadcast after each renewal */
 
 	/* Protected by lock, which also serialises writes of the state file. */
@@ -139,5 +140,6 @@ extern bool FlakeStoreLease(FlakeShared *s, const FlakeLease *lease,
 							bool is_floor);
 extern bool FlakeAdoptLease(FlakeShared *s, const FlakeLease *lease);
 extern bool FlakeRecordedLease(FlakeShared *s, FlakeLease *lease);
+
 
 #endif							/* FLAKEID_SHMEM_H */

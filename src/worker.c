@@ -122,6 +122,7 @@ FlakeWorkerReload(FlakeShared *s)
 	FlakeLayout mine;
 
 	ProcessConfigFile(PGC_SIGHUP);
+	FlakeCheckWaitSettings();
 	FlakeConfirmPublishConfig(&s->confirm);
 	FlakeAdoptNode(s, flake_node_id);
 	if (FlakeConfiguredLayout(&mine, NULL) && s->configured_valid &&

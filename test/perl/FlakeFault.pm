@@ -20,6 +20,7 @@ our @EXPORT = qw(
   faketime_library start_faked set_clock offset_to server_clock_offset
   wait_clock_offset crash_node server_processes start_fork_switch
   fork_failing state_file_record write_state_file
+  start_slow_state_file slow_state_file
 );
 
 # The path of libfaketime's preload library, or undef.
@@ -217,6 +218,71 @@ fork(void)
 }
 EOC
 
+# A preload library that makes each fsync of the state file (flakeid.state)
+# take FLAKE_SLOW_FSYNC_MS longer while the file that FLAKE_SLOW_FSYNC
+# names exists: the lease worker then stays inside its write of a floor or
+# a lease for that long, which makes the moments around it wide enough to
+# hit every time.
+my $slow_fsync_shim_source = <<'EOC';
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef int (*sync_f) (int);
+
+static int
+is_state_file(int fd)
+{
+	char		link[64];
+	char		path[4096];
+	ssize_t		len;
+	const char *name = "/flakeid.state";
+	size_t		nlen = strlen(name);
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	len = readlink(link, path, sizeof(path) - 1);
+	if (len < (ssize_t) nlen)
+		return 0;
+	path[len] = '\0';
+	return strcmp(path + len - nlen, name) == 0;
+}
+
+static void
+maybe_sleep(int fd)
+{
+	const char *switch_file = getenv("FLAKE_SLOW_FSYNC");
+	const char *ms = getenv("FLAKE_SLOW_FSYNC_MS");
+
+	if (switch_file != NULL && access(switch_file, F_OK) == 0 && is_state_file(fd))
+		usleep((useconds_t) (ms ? atoi(ms) : 500) * 1000);
+}
+
+int
+fsync(int fd)
+{
+	static sync_f next;
+
+	if (next == NULL)
+		next = (sync_f) dlsym(RTLD_NEXT, "fsync");
+	maybe_sleep(fd);
+	return next(fd);
+}
+
+int
+fdatasync(int fd)
+{
+	static sync_f next;
+
+	if (next == NULL)
+		next = (sync_f) dlsym(RTLD_NEXT, "fdatasync");
+	maybe_sleep(fd);
+	return next(fd);
+}
+EOC
+
 my %built;
 
 # Build a shim once per test script; returns the path of the library.
@@ -270,6 +336,26 @@ sub start_fork_switch
 	my ($node, %params) = @_;
 	local $ENV{LD_PRELOAD} = preload_after_sanitizers(build_shim('fork_shim', $fork_shim_source));
 	local $ENV{FLAKE_FAIL_FORK} = fork_failing($node);
+	return $node->start(%params);
+}
+
+# The file whose existence makes each fsync of the state file of a node
+# started by start_slow_state_file slow.
+sub slow_state_file
+{
+	my ($node) = @_;
+	return $node->basedir . '/slow_state_fsync';
+}
+
+# Start the node so that each fsync of its state file takes $ms ms longer
+# (default 500) while the file slow_state_file($node) exists.
+sub start_slow_state_file
+{
+	my ($node, $ms, %params) = @_;
+	local $ENV{LD_PRELOAD} =
+	  preload_after_sanitizers(build_shim('slow_fsync_shim', $slow_fsync_shim_source));
+	local $ENV{FLAKE_SLOW_FSYNC} = slow_state_file($node);
+	local $ENV{FLAKE_SLOW_FSYNC_MS} = $ms // 500;
 	return $node->start(%params);
 }
 

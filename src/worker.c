@@ -51,8 +51,18 @@
 
 PGDLLEXPORT void flakeid_lease_worker_main(Datum main_arg);
 
-/* How long the worker sleeps when nobody wakes it. */
+/* How long the worker sleeps when nobody wakes it, while IDs are issued. */
 #define FLAKE_WORKER_NAPTIME_MS 100
+
+/*
+ * How long it sleeps while the server is idle: no ID issued since it last
+ * woke, no lease unconfirmed, the state file written.  A call that needs
+ * it sets its latch, and so does every reload; the lease lapses unused.
+ */
+#define FLAKE_WORKER_IDLE_NAPTIME_MS 60000
+
+/* A smaller move of the wall clock against the monotonic one is no step. */
+#define FLAKE_CLOCK_STEP_NS		INT64CONST(1000000)
 
 /* How often it checks the standbys while they lack its newest lease. */
 #define FLAKE_WORKER_CONFIRM_POLL_MS 5
@@ -79,6 +89,20 @@ WallMs(void)
 	static const FlakeLayout unix_time = {0, 0};
 
 	return FlakeClockMs(&unix_time);
+}
+
+/*
+ * The wall clock minus the monotonic one, in ns.  Both run at the rate
+ * NTP slews them to; only a step of the wall clock changes the difference,
+ * however long the worker slept in between.
+ */
+static int64
+WallOffsetNs(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64) ts.tv_sec * 1000000000 + ts.tv_nsec - FlakeMonotonicNs();
 }
 
 /* Let go of the generator's worker slot on the way out. */
@@ -161,7 +185,10 @@ flakeid_lease_worker_main(Datum main_arg)
 {
 	FlakeShared *s;
 	uint64		renewed_tick;
-	int64		prev_clock;
+	uint64		seen_tick;
+	int64		prev_offset;
+	int64		active_until = 0;
+	bool		woken = true;
 
 	(void) main_arg;
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -176,12 +203,16 @@ flakeid_lease_worker_main(Datum main_arg)
 	FlakeConfirmPublishConfig(&s->confirm);
 	FlakeAdoptNode(s, flake_node_id);
 	renewed_tick = pg_atomic_read_u64(&s->next_tick);
-	prev_clock = WallMs();
+	seen_tick = renewed_tick;
+	prev_offset = WallOffsetNs();
 
 	for (;;)
 	{
-		int64		now;
+		int64		offset;
+		uint64		next;
 		bool		unconfirmed;
+		bool		generating;
+		long		naptime;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ShutdownRequestPending)
@@ -195,24 +226,47 @@ flakeid_lease_worker_main(Datum main_arg)
 			ConfigReloadPending = false;
 			FlakeWorkerReload(s);
 		}
-		now = WallMs();
-		if (now < prev_clock)
+		offset = WallOffsetNs();
+		if (offset < prev_offset - FLAKE_CLOCK_STEP_NS)
 		{
 			pg_atomic_fetch_add_u64(&s->clock_steps_back, 1);
 			ereport(LOG,
 					(errmsg("system clock moved backwards by %lld ms",
-							(long long) (prev_clock - now))));
+							(long long) ((prev_offset - offset) / 1000000))));
 		}
-		prev_clock = now;
+		prev_offset = offset;
 
 		FlakeLeaseRenew(s, &renewed_tick);
 		unconfirmed = FlakeWorkerConfirm(s);
 
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 unconfirmed ? FLAKE_WORKER_CONFIRM_POLL_MS :
-						 FlakeStandbyConfirms() ? FLAKE_WORKER_SYNC_NAPTIME_MS :
-						 FLAKE_WORKER_NAPTIME_MS,
-						 unconfirmed ? WAIT_EVENT_SYNC_REP : PG_WAIT_EXTENSION);
+		/*
+		 * Work decides how soon the worker looks again, not the clock: every
+		 * few ms while the standbys lack a lease that a call may be waiting
+		 * for (one woke the worker or took IDs within flakeid.max_lease_wait),
+		 * at FLAKE_WORKER_SYNC_NAPTIME_MS or FLAKE_WORKER_NAPTIME_MS while
+		 * IDs are issued or the state file is failing, and otherwise only
+		 * when a call or a reload sets the latch.  An idle server's lease
+		 * lapses, and the reading of the synchronous standbys goes stale: a
+		 * call that needs it wakes the worker for a fresh one (confirm.c).
+		 */
+		next = pg_atomic_read_u64(&s->next_tick);
+		generating = next != seen_tick;
+		seen_tick = next;
+		if (generating || woken)
+			active_until = FlakeMonotonicNs() + (int64) flake_max_lease_wait_ms * 1000000;
+		if (unconfirmed && FlakeMonotonicNs() < active_until)
+			naptime = FLAKE_WORKER_CONFIRM_POLL_MS;
+		else if (generating && FlakeStandbyConfirms())
+			naptime = FLAKE_WORKER_SYNC_NAPTIME_MS;
+		else if (generating || s->lease_failing ||
+				 FlakeWordStatus(pg_atomic_read_u32(&s->word)) != FLAKE_GEN_READY)
+			naptime = FLAKE_WORKER_NAPTIME_MS;
+		else
+			naptime = FLAKE_WORKER_IDLE_NAPTIME_MS;
+		woken = (WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						   naptime,
+						   unconfirmed ? WAIT_EVENT_SYNC_REP : PG_WAIT_EXTENSION) &
+				 WL_LATCH_SET) != 0;
 		ResetLatch(MyLatch);
 	}
 }

@@ -44,10 +44,12 @@
 # behind, takes its place, then both back in either order or failover;
 # the list reloaded to make the standby that is behind count while the
 # lease worker is ended (pg_terminate_backend or SIGTERM) or stopped; an
-# asynchronous failover right after a burst, to a standby that missed it;
+# asynchronous failover right after a burst, to a standby that missed it,
+# sometimes with flakeid.max_lead lowered on every server just before;
 # a base backup restored to the end of the archived WAL or to a point
 # before a burst, promoted in place of the primary, which is stopped
-# first.
+# first.  Through every promotion and restore, sessions connected to the
+# server in recovery call nextflakes() until it is promoted.
 #
 # Checks, cumulative over the whole campaign:
 #   - no ID returned twice, across every restart, failover and restore:
@@ -86,6 +88,7 @@ use File::Path qw(make_path rmtree);
 use FlakeFault;
 use FlakeTest;
 use Getopt::Long;
+use IPC::Run;
 use List::Util qw(max min shuffle sum);
 use POSIX ();
 use PostgreSQL::Test::Cluster;
@@ -288,6 +291,29 @@ $primary->safe_psql(
 	CREATE EXTENSION flakeid;
 	CREATE FUNCTION cms(timestamptz) RETURNS bigint LANGUAGE sql STABLE PARALLEL SAFE
 		AS 'SELECT floor(extract(epoch FROM $1) * 1000)::bigint';
+	-- a session's calls through a promotion: refused (25006) until it,
+	-- then $1 calls of nextflakes(64), with the clock before and after each
+	CREATE FUNCTION through_promotion(calls int, OUT x bigint, OUT t0 bigint, OUT t1 bigint)
+	RETURNS SETOF record LANGUAGE plpgsql AS $f$
+	DECLARE
+		got int := 0;
+		deadline timestamptz := clock_timestamp() + interval '120 s';
+		started bigint;
+	BEGIN
+		WHILE got < calls LOOP
+			BEGIN
+				started := cms(clock_timestamp());
+				RETURN QUERY SELECT id::bigint, started, cms(clock_timestamp()) FROM nextflakes(64) id;
+				got := got + 1;
+			EXCEPTION WHEN read_only_sql_transaction THEN
+				IF clock_timestamp() > deadline THEN
+					RAISE EXCEPTION 'the server was not promoted';
+				END IF;
+				PERFORM pg_sleep(0.002);
+			END;
+		END LOOP;
+	END
+	$f$;
 	CREATE TABLE camp (id flakeid PRIMARY KEY DEFAULT nextflake(), body text);
 	CREATE TABLE filler (g int, pad text);
 	CREATE TABLE par AS SELECT g FROM generate_series(1, 2000) g;
@@ -967,6 +993,64 @@ sub driver_far_burst
 	return 'returned';
 }
 
+# Sessions connected to a server in recovery that call through its
+# promotion (a pooler's, or a multi-host connection string's): each runs
+# through_promotion() in one statement, begun before the end of recovery.
+sub promotion_sessions
+{
+	my ($node) = @_;
+	my @sessions;
+	foreach (1 .. 2 + int(rand(3)))
+	{
+		my %s = (out => '', err => '', sid => '0.' . ++$driver_session, connected => time());
+		$s{h} = IPC::Run::start(
+			[
+				'psql', '-X', '-A', '-t', '-F', ' ', '-v', 'VERBOSITY=verbose',
+				'-d', $node->connstr('postgres') . ' application_name=campaign_promotion',
+				'-c', 'SELECT x, t0, t1 FROM through_promotion(8)'
+			],
+			'>', \$s{out}, '2>', \$s{err}, IPC::Run::timeout(180));
+		push @sessions, \%s;
+	}
+	$faults{'sessions connected through a promotion'} += @sessions;
+	return @sessions;
+}
+
+# Wait for those sessions, and log what each returned or failed with.
+sub promotion_sessions_done
+{
+	foreach my $s (@_)
+	{
+		eval { IPC::Run::finish($s->{h}); };
+		my $ta = time();
+		my @rows = map { [ split / / ] } grep { /^\d+ \d+ \d+$/ } split /\n/, $s->{out};
+		log_session($driver_log, $s->{sid}, 1, 180000, $s->{connected}, 0, 0);
+		my $last = -1;
+		my $ok = @rows && $s->{err} !~ /ERROR/;
+		log_statement($driver_log, $driver_ids, $s->{sid}, 'through promotion', 1, $s->{connected}, $ta,
+			$ok ? \@rows : undef, $ok ? undef : $s->{err}, sqlstate_of($s->{err}), \$last);
+	}
+	return;
+}
+
+# flakeid.max_lead lowered to 1 s on every server by a reload, after IDs
+# ran up to the campaign's flakeid.max_lead ahead of the clock: the floor
+# of a promotion soon after keeps counting with the old value.  The new
+# primary gets the campaign's value back once promoted.
+my $lead_lowered = 0;
+sub lower_max_lead
+{
+	foreach my $node ($primary, map { $standby{$_} } grep { !$down{$_} } keys %standby)
+	{
+		$node->append_conf('postgresql.conf', "flakeid.max_lead = '1s'");
+		$node->reload;
+	}
+	usleep(200_000);
+	$lead_lowered = 1;
+	$faults{'flakeid.max_lead lowered before a failover'}++;
+	return 1;
+}
+
 # Promotion done: the new primary serves, without synchronous standbys
 # (its base backup's list names none that exists yet); the old primary and
 # the standbys are retired, two new standbys made from it.
@@ -975,6 +1059,12 @@ sub promoted
 	my ($new, $old, $start, $what) = @_;
 	$primary = $new;
 	wait_up($primary) or return "$what did not come up";
+	if ($lead_lowered)
+	{
+		$primary->append_conf('postgresql.conf', "flakeid.max_lead = '${max_lead_ms}ms'");
+		$primary->reload;
+		$lead_lowered = 0;
+	}
 	set_sync_list('');
 	# the promoted server has the node id of its base backup's configuration
 	my $node = current_node_id($primary);
@@ -1022,9 +1112,12 @@ sub failover
 	$faults{"promotions of a standby ($state)"}++;
 	my $new = $standby{$target};
 	delete $standby{$target};
+	my @through = promotion_sessions($new);
+	usleep(100_000);
 	$new->promote;
 	my $what = "failover to $target ($state)";
 	my $failed = promoted($new, $primary, $start, $what);
+	promotion_sessions_done(@through);
 	return $failed // "$clock$target, $state";
 }
 
@@ -1301,8 +1394,9 @@ my %fault_subs;
 		my $target = $up[ int(rand(@up)) ];
 		my $behind = rand() < 0.7 && stall($target, 1);
 		my $burst = rand() < 0.5 ? 'of 4 million ' . driver_burst(5000) : '4 s ahead ' . driver_far_burst();
-		return sprintf('%sburst %s, then failover: %s', $behind ? "$target behind, " : '', $burst,
-			failover($target));
+		my $lowered = rand() < 0.3 && lower_max_lead();
+		return sprintf('%sburst %s, %sthen failover: %s', $behind ? "$target behind, " : '', $burst,
+			$lowered ? 'flakeid.max_lead lowered to 1 s everywhere, ' : '', failover($target));
 	},
 	# A base backup of the primary (the newest one, or a new one) restored
 	# in its place to the end of the archived WAL or to a point before a
@@ -1339,6 +1433,7 @@ $target});
 		$restored->set_recovery_mode;
 		push @all_nodes, $restored;
 		start_node($restored) or die 'the restored backup did not start';
+		my @through = promotion_sessions($restored);
 		wait_until(sub { (admin($restored, 'SELECT pg_is_in_recovery()', 5) // '') eq 'f' }, 120)
 		  or die 'the restored backup was not promoted';
 		# not for the standbys that its base backups make
@@ -1348,6 +1443,7 @@ recovery_target_action = 'pause'
 recovery_target_lsn = ''});
 		my $what = sprintf('restore of %s%s (%s stop)', $backup, $before ? ' to before a burst' : '', $mode);
 		my $failed = promoted($restored, $primary, $start, $what);
+		promotion_sessions_done(@through);
 		return $failed // "$clock$backup, " . ($before ? 'to before a burst' : 'to the end of the archive')
 		  . ", burst $burst, $mode stop";
 	});
@@ -1569,7 +1665,11 @@ sub check_all
 	{
 		my $before = max(-1, map { $_->{hi} }
 			grep { $sessions{ $_->{sid} }{connected} < $b->{start} && $_->{ta} <= $b->{end} } @stmts);
-		my @after = grep { $sessions{ $_->{sid} }{connected} > $b->{end} } @stmts;
+		# and of a session that called through the promotion
+		my @after = grep {
+			$sessions{ $_->{sid} }{connected} > $b->{end}
+			  || ($_->{kind} eq 'through promotion' && $sessions{ $_->{sid} }{connected} > $b->{start})
+		} @stmts;
 		my $lowest = min(map { $_->{lo} } @after);
 		push @barrier_bad, "$b->{kind} at $b->{start}: $lowest not above $before"
 		  if defined $lowest && $lowest <= $before;

@@ -181,11 +181,20 @@ sub settings_locked
 	fails_with($node, "ALTER SYSTEM SET $guc = '$value'",
 		'42501', "$who: ALTER SYSTEM", %as);
 
-	# a connection's startup options: refused, or at least without effect
+	# a connection's startup options: refused, or at least without effect.
+	# The query goes with -c, not on psql's standard input: a server that
+	# refuses the connection would close that pipe under a writer.
 	{
 		local $ENV{PGOPTIONS} = "-c $guc=$value";
-		my ($ret, $out, $err) = psql_as($node, "SHOW $guc", %as);
-		ok($ret != 0 || $out eq $before,
+		my ($out, $err) = ('', '');
+		my $ok = IPC::Run::run(
+			[
+				'psql', '-X', '-A', '-t', '-d',
+				$node->connstr($db) . " user=$user", '-c', "SHOW $guc"
+			],
+			'<', \undef, '>', \$out, '2>', \$err, run_timeout());
+		chomp $out;
+		ok(!$ok || $out eq $before,
 			"$who: connection option leaves it unchanged")
 		  or diag("stdout: $out\nstderr: $err");
 	}

@@ -1027,7 +1027,7 @@ sub promotion_sessions_done
 		log_session($driver_log, $s->{sid}, 1, 180000, $s->{connected}, 0, 0);
 		my $last = -1;
 		my $ok = @rows && $s->{err} !~ /ERROR/;
-		log_statement($driver_log, $driver_ids, $s->{sid}, 'through promotion', 1, $s->{connected}, $ta,
+		log_statement($driver_log, $driver_ids, $s->{sid}, 'through_promotion', 1, $s->{connected}, $ta,
 			$ok ? \@rows : undef, $ok ? undef : $s->{err}, sqlstate_of($s->{err}), \$last);
 	}
 	return;
@@ -1668,7 +1668,7 @@ sub check_all
 		# and of a session that called through the promotion
 		my @after = grep {
 			$sessions{ $_->{sid} }{connected} > $b->{end}
-			  || ($_->{kind} eq 'through promotion' && $sessions{ $_->{sid} }{connected} > $b->{start})
+			  || ($_->{kind} eq 'through_promotion' && $sessions{ $_->{sid} }{connected} > $b->{start})
 		} @stmts;
 		my $lowest = min(map { $_->{lo} } @after);
 		push @barrier_bad, "$b->{kind} at $b->{start}: $lowest not above $before"

@@ -65,7 +65,7 @@ sub target
 }
 
 line("flakeid benchmark (%s mode, parts %s): %s to %s", $meta{mode},
-	join(', ', grep { $parts{$_} } qw(single ids inserts edge)), $meta{start}, $meta{end});
+	join(', ', grep { $parts{$_} } qw(single ids inserts edge standby)), $meta{start}, $meta{end});
 line("machine: %s CPUs (nproc), %s, %s", $meta{nproc}, $meta{cpu}, $meta{kernel});
 line("server: %s", $meta{postgres});
 line("load average (1/5/15 min): %s at start, %s at end (other work on the machine adds noise)",
@@ -77,6 +77,9 @@ line("  server B: %s; %s IDs/ms", join(', ', @{ $conf{conf_b} }), num($meta{cap_
   if $parts{single} || $parts{ids};
 line("  server C: %s; default layout", join(', ', @{ $conf{conf_c} || [] }))
   if $parts{edge};
+line("  server D: %s; default layout, its synchronous standby streaming over the socket",
+	join(', ', @{ $conf{conf_d} || [] }))
+  if $parts{standby};
 line("each figure: median (min-max) over the rounds; ratios are of medians");
 line("");
 
@@ -477,6 +480,31 @@ if ($parts{edge})
 		}
 	}
 	line("");
+}
+
+#
+# what a synchronous standby costs
+#
+if ($parts{standby} && exists $val{sb_per_id})
+{
+	line("What a synchronous standby costs (server D, one synchronous standby; server A, none):");
+	line("   %-44s %-28s %-28s %7s", '', 'with the standby (D)', 'without (A)', 'ratio');
+	line("   %-44s %-28s %-28s %7.2f", 'ns per nextflake(), one backend', range('sb_per_id', 'sync', 1),
+		range('sb_per_id', 'none', 1), median('sb_per_id', 'sync') / median('sb_per_id', 'none'));
+	line("   %-44s %-28s %-28s %7.2f", 'pgbench 1-row inserts, 1 client, tps', range('sb_inserts', 'sync', 0),
+		range('sb_inserts', 'none', 0), median('sb_inserts', 'sync') / median('sb_inserts', 'none'));
+	line("   idle for %s s after one call: the lease worker's CPU time in ticks of 1/%s s, and its wake-ups",
+		$meta{idle_s}, $meta{clk_tck});
+	line("   %-44s %-28s %-28s", 'CPU ticks', median('sb_idle_ticks', 'sync'), median('sb_idle_ticks', 'none'));
+	line("   %-44s %-28s %-28s", 'wake-ups', median('sb_idle_wakeups', 'sync'),
+		median('sb_idle_wakeups', 'none'));
+	line("");
+	my $x = median('sb_per_id', 'sync') / median('sb_per_id', 'none');
+	target("cost per ID with a synchronous standby <= 1.1 x without", sprintf("%.2f x", $x),
+		$x <= 1.1 ? 'met' : 'not met');
+	my ($t_sync, $t_none) = (median('sb_idle_ticks', 'sync'), median('sb_idle_ticks', 'none'));
+	target("idle lease worker's CPU with the standby <= 2 x without + 3 ticks", "$t_sync vs $t_none ticks",
+		$t_sync <= 2 * $t_none + 3 ? 'met' : 'not met');
 }
 
 #

@@ -20,6 +20,9 @@
 #      is stopped, and 6. ANY 1 (s1, s2) reloaded to FIRST 1 (s2, s1) while
 #      it is ended and not yet back: a number or a method that only the
 #      lease worker reads changes.
+#   8. FIRST 2 (s1, s2) and ANY 2 (s1, s2) with s2 stopped: fewer named
+#      standbys connected than a commit waits for, with the lease worker
+#      running and with it stopped;
 #   7. 's1', s2 asynchronous: the list is reloaded to 's2' while the lease
 #      worker is stopped (SIGSTOP), and again once it runs.
 #
@@ -295,6 +298,42 @@ foreach my $round (
 		  or diag($early_err);
 	}
 	recover($receiver, 0);
+}
+
+# Round 8: fewer named standbys connected than a commit waits for:
+# FIRST 2 and ANY 2 of s1 and s2 with s2 stopped (gone, not behind), the
+# lease worker running or stopped (SIGSTOP) for longer than its reading
+# counts.  Once the lease both confirmed has lapsed, no call returns an
+# ID: s1 alone confirms nothing.
+foreach my $round (
+	[ 'FIRST 2 (s1, s2)', 's1=sync s2=sync',         's1=sync',   'running' ],
+	[ 'FIRST 2 (s1, s2)', 's1=sync s2=sync',         's1=sync',   'stopped' ],
+	[ 'ANY 2 (s1, s2)',   's1=quorum s2=quorum',     's1=quorum', 'running' ],
+	[ 'ANY 2 (s1, s2)',   's1=quorum s2=quorum',     's1=quorum', 'stopped' ])
+{
+	my ($list, $before, $after, $how) = @$round;
+	my $phase = "$list, s2 stopped, the lease worker $how";
+	set_list($list, $before);
+	$standby{s2}->stop('fast');
+	ok(wait_until(sub { sync_states() eq $after }, 60), "$phase: $after")
+	  or diag('states: ' . sync_states());
+	ok( wait_until(
+			sub {
+				$primary->safe_psql('postgres',
+					'SELECT lease_end < clock_timestamp() FROM flakeid_status()') eq 't';
+			},
+			30),
+		"$phase: the lease both standbys confirmed has lapsed");
+	my $worker = lease_worker();
+	if ($how eq 'stopped')
+	{
+		ok(kill('STOP', $worker), 'the lease worker is stopped');
+		usleep(200_000);
+	}
+	calls_wait($phase);
+	kill('CONT', $worker) if $how eq 'stopped';
+	$standby{s2}->start;
+	$primary->wait_for_catchup($_, 'flush', $primary->lsn('insert')) foreach values %standby;
 }
 
 # Round 7: the list changes while the lease worker is stopped.

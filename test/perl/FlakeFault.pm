@@ -218,69 +218,87 @@ fork(void)
 }
 EOC
 
-# A preload library that makes each fsync of the state file (flakeid.state)
-# take FLAKE_SLOW_FSYNC_MS longer while the file that FLAKE_SLOW_FSYNC
-# names exists: the lease worker then stays inside its write of a floor or
-# a lease for that long, which makes the moments around it wide enough to
-# hit every time.
-my $slow_fsync_shim_source = <<'EOC';
+# A preload library that makes each open of the state file (flakeid.state)
+# take FLAKE_SLOW_STATE_MS longer while the file that FLAKE_SLOW_STATE names
+# exists, and with FLAKE_SLOW_CONF each open of postgresql.conf by the lease
+# worker too (it reads the file when it takes a reload in).  The server opens the file for each write of a lease (and each
+# read), so the lease worker then stays inside its write of a floor or a
+# lease for that long, which makes the moments around it wide enough to
+# hit every time.  (The test servers run with fsync = off, so an fsync is
+# no place to wait.)
+my $slow_state_shim_source = <<'EOC';
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <stdio.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
 #include <unistd.h>
 
-typedef int (*sync_f) (int);
+typedef int (*open_f) (const char *, int, ...);
 
+/* Whether this process is the lease worker, by its title. */
 static int
-is_state_file(int fd)
+is_lease_worker(void)
 {
-	char		link[64];
-	char		path[4096];
+	char		cmd[512];
 	ssize_t		len;
-	const char *name = "/flakeid.state";
-	size_t		nlen = strlen(name);
+	int			fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/cmdline", O_RDONLY);
 
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	len = readlink(link, path, sizeof(path) - 1);
-	if (len < (ssize_t) nlen)
+	if (fd < 0)
 		return 0;
-	path[len] = '\0';
-	return strcmp(path + len - nlen, name) == 0;
+	len = read(fd, cmd, sizeof(cmd) - 1);
+	close(fd);
+	if (len <= 0)
+		return 0;
+	cmd[len] = '\0';
+	for (ssize_t i = 0; i < len; i++)
+		if (cmd[i] == '\0')
+			cmd[i] = ' ';
+	return strstr(cmd, "flakeid lease worker") != NULL;
 }
 
 static void
-maybe_sleep(int fd)
+maybe_sleep(const char *path)
 {
-	const char *switch_file = getenv("FLAKE_SLOW_FSYNC");
-	const char *ms = getenv("FLAKE_SLOW_FSYNC_MS");
+	const char *switch_file = getenv("FLAKE_SLOW_STATE");
+	const char *ms = getenv("FLAKE_SLOW_STATE_MS");
+	const char *conf = getenv("FLAKE_SLOW_CONF");
+	const char *name = strrchr(path, '/');
 
-	if (switch_file != NULL && access(switch_file, F_OK) == 0 && is_state_file(fd))
+	name = name ? name + 1 : path;
+	if (switch_file == NULL || access(switch_file, F_OK) != 0)
+		return;
+	if (strcmp(name, "flakeid.state") == 0 ||
+		(conf != NULL && strcmp(name, "postgresql.conf") == 0 && is_lease_worker()))
 		usleep((useconds_t) (ms ? atoi(ms) : 500) * 1000);
 }
 
-int
-fsync(int fd)
-{
-	static sync_f next;
-
-	if (next == NULL)
-		next = (sync_f) dlsym(RTLD_NEXT, "fsync");
-	maybe_sleep(fd);
-	return next(fd);
+#define OPEN_SHIM(fname) \
+int \
+fname(const char *path, int flags, ...) \
+{ \
+	static open_f next; \
+	mode_t		mode = 0; \
+\
+	if (next == NULL) \
+		next = (open_f) dlsym(RTLD_NEXT, #fname); \
+	if (flags & (O_CREAT | O_TMPFILE)) \
+	{ \
+		va_list		ap; \
+\
+		va_start(ap, flags); \
+		mode = va_arg(ap, mode_t); \
+		va_end(ap); \
+	} \
+	maybe_sleep(path); \
+	return next(path, flags, mode); \
 }
 
-int
-fdatasync(int fd)
-{
-	static sync_f next;
-
-	if (next == NULL)
-		next = (sync_f) dlsym(RTLD_NEXT, "fdatasync");
-	maybe_sleep(fd);
-	return next(fd);
-}
+OPEN_SHIM(open)
+OPEN_SHIM(open64)
 EOC
 
 my %built;
@@ -339,23 +357,27 @@ sub start_fork_switch
 	return $node->start(%params);
 }
 
-# The file whose existence makes each fsync of the state file of a node
+# The file whose existence makes each open of the state file of a node
 # started by start_slow_state_file slow.
 sub slow_state_file
 {
 	my ($node) = @_;
-	return $node->basedir . '/slow_state_fsync';
+	return $node->basedir . '/slow_state_file';
 }
 
-# Start the node so that each fsync of its state file takes $ms ms longer
-# (default 500) while the file slow_state_file($node) exists.
+# Start the node so that each open of its state file, and so each write of
+# a lease, takes $ms ms longer (default 500) while the file
+# slow_state_file($node) exists; with slow_conf => 1, also the lease
+# worker's read of postgresql.conf when it takes a reload in.
 sub start_slow_state_file
 {
 	my ($node, $ms, %params) = @_;
+	my $conf = delete $params{slow_conf};
 	local $ENV{LD_PRELOAD} =
-	  preload_after_sanitizers(build_shim('slow_fsync_shim', $slow_fsync_shim_source));
-	local $ENV{FLAKE_SLOW_FSYNC} = slow_state_file($node);
-	local $ENV{FLAKE_SLOW_FSYNC_MS} = $ms // 500;
+	  preload_after_sanitizers(build_shim('slow_state_shim', $slow_state_shim_source));
+	local $ENV{FLAKE_SLOW_STATE} = slow_state_file($node);
+	local $ENV{FLAKE_SLOW_STATE_MS} = $ms // 500;
+	local $ENV{FLAKE_SLOW_CONF} = '1' if $conf;
 	return $node->start(%params);
 }
 

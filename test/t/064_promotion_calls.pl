@@ -6,7 +6,7 @@
 #      its promotion: every ID they get is above every ID the old primary
 #      returned, also the IDs of calls made in the moment between the end
 #      of recovery and the floor.  The lease worker's write of the floor is
-#      made slow (each fsync of the state file takes 400 ms), so that the
+#      made slow (each open of the state file takes 800 ms), so that the
 #      calls meet that moment every time.  Three shapes: an asynchronous
 #      standby, a cascaded standby (the standby of a standby) and a
 #      point-in-time restore with sessions open during its recovery; the
@@ -112,7 +112,7 @@ sub start_sessions
 	return @sessions;
 }
 
-# Promote a node while the state file's fsyncs are slow, and wait until it
+# Promote a node while the state file's writes are slow, and wait until it
 # is a primary.
 sub promote_slowly
 {
@@ -155,12 +155,12 @@ foreach my $round (1, 2)
 	my $primary = primary("async$round");
 	my $standby = PostgreSQL::Test::Cluster->new("async${round}_standby");
 	$standby->init_from_backup($primary, 'backup', has_streaming => 1);
-	start_slow_state_file($standby, 400);
+	start_slow_state_file($standby, 800);
 	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 	$standby->stop;
 	my $x = burst($primary, 100_000_000, 20);
 	$primary->stop('immediate');
-	start_slow_state_file($standby, 400);
+	start_slow_state_file($standby, 800);
 	my @sessions = start_sessions($standby, 4);
 	promote_slowly($standby);
 	sessions_above($standby, $x, "asynchronous standby, round $round", @sessions);
@@ -178,14 +178,14 @@ foreach my $round (1, 2)
 	$first->backup('first_backup');
 	my $second = PostgreSQL::Test::Cluster->new("cascade${round}_second");
 	$second->init_from_backup($first, 'first_backup', has_streaming => 1);
-	start_slow_state_file($second, 400);
+	start_slow_state_file($second, 800);
 	$primary->wait_for_catchup($first, 'replay', $primary->lsn('insert'));
 	$first->wait_for_catchup($second, 'replay', $primary->lsn('insert'));
 	$second->stop;
 	my $x = burst($primary, 100_000_000, 20);
 	$primary->stop('immediate');
 	$first->stop('immediate');
-	start_slow_state_file($second, 400);
+	start_slow_state_file($second, 800);
 	my @sessions = start_sessions($second, 4);
 	promote_slowly($second);
 	sessions_above($second, $x, "cascaded standby, round $round", @sessions);
@@ -205,7 +205,7 @@ foreach my $round (1, 2)
 	$restored->append_conf('postgresql.conf', qq{
 recovery_target_lsn = '$target'
 recovery_target_action = 'pause'});
-	start_slow_state_file($restored, 400);
+	start_slow_state_file($restored, 800);
 	$restored->poll_query_until('postgres', 'SELECT pg_get_wal_replay_pause_state() = \'paused\'')
 	  or die 'the restore did not reach its target';
 	my @sessions = start_sessions($restored, 4);

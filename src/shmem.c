@@ -551,4 +551,3 @@ FlakeRecordedLease(FlakeShared *s, FlakeLease *lease)
 	LWLockRelease(&s->lock);
 	return have;
 }
-

@@ -291,29 +291,6 @@ $primary->safe_psql(
 	CREATE EXTENSION flakeid;
 	CREATE FUNCTION cms(timestamptz) RETURNS bigint LANGUAGE sql STABLE PARALLEL SAFE
 		AS 'SELECT floor(extract(epoch FROM $1) * 1000)::bigint';
-	-- a session's calls through a promotion: refused (25006) until it,
-	-- then $1 calls of nextflakes(64), with the clock before and after each
-	CREATE FUNCTION through_promotion(calls int, OUT x bigint, OUT t0 bigint, OUT t1 bigint)
-	RETURNS SETOF record LANGUAGE plpgsql AS $f$
-	DECLARE
-		got int := 0;
-		deadline timestamptz := clock_timestamp() + interval '120 s';
-		started bigint;
-	BEGIN
-		WHILE got < calls LOOP
-			BEGIN
-				started := cms(clock_timestamp());
-				RETURN QUERY SELECT id::bigint, started, cms(clock_timestamp()) FROM nextflakes(64) id;
-				got := got + 1;
-			EXCEPTION WHEN read_only_sql_transaction THEN
-				IF clock_timestamp() > deadline THEN
-					RAISE EXCEPTION 'the server was not promoted';
-				END IF;
-				PERFORM pg_sleep(0.002);
-			END;
-		END LOOP;
-	END
-	$f$;
 	CREATE TABLE camp (id flakeid PRIMARY KEY DEFAULT nextflake(), body text);
 	CREATE TABLE filler (g int, pad text);
 	CREATE TABLE par AS SELECT g FROM generate_series(1, 2000) g;
@@ -324,6 +301,7 @@ $primary->safe_psql(
 	-- as an install of 1.0 or 1.1 leaves it: the function must refuse
 	-- by itself
 	GRANT EXECUTE ON FUNCTION flakeid_status() TO camp_guest});
+$primary->safe_psql('postgres', THROUGH_PROMOTION_SQL);
 push @node_history, [ time(), 5 ];
 my $epoch_ms = $primary->safe_psql('postgres',
 	q{SELECT cms(flakeid_timestamp('0'::flakeid))});

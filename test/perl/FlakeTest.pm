@@ -20,7 +20,7 @@ our @EXPORT = qw(
   increasing_sql tick_sql wait_until start_pgbench insert_together
   CLOCKED_TABLE_SQL insert_clocked calls_ended_before ids_at_their_clock
   check_two_primaries two_primaries_digest_sql run_timeout
-  FLAKE_LOW_BITS
+  FLAKE_LOW_BITS THROUGH_PROMOTION_SQL
 );
 
 # Every psql call of the tests (psql, safe_psql, and what calls them) is
@@ -49,6 +49,36 @@ sub run_timeout
 # fact of the layout the tests cannot ask the server for.  Everything else
 # (node bits, sequence bits) comes from flakeid_status() or the settings.
 use constant FLAKE_LOW_BITS => 22;
+
+# A function for sessions that call through a promotion:
+# through_promotion(calls) runs in one statement begun on a server in
+# recovery, takes the standby's refusal (25006) and tries again until it
+# is promoted, then returns the IDs of `calls` calls of nextflakes(64),
+# each with the clock (ms since 1970) before and after its call (x, t0,
+# t1).  Create it on the primary before the standby's base backup.
+use constant THROUGH_PROMOTION_SQL => q{
+CREATE FUNCTION through_promotion(calls int, OUT x bigint, OUT t0 bigint, OUT t1 bigint)
+RETURNS SETOF record LANGUAGE plpgsql AS $f$
+DECLARE
+	got int := 0;
+	deadline timestamptz := clock_timestamp() + interval '120 s';
+	started bigint;
+BEGIN
+	WHILE got < calls LOOP
+		BEGIN
+			started := floor(extract(epoch FROM clock_timestamp()) * 1000);
+			RETURN QUERY SELECT id::bigint, started,
+				floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint FROM nextflakes(64) id;
+			got := got + 1;
+		EXCEPTION WHEN read_only_sql_transaction THEN
+			IF clock_timestamp() > deadline THEN
+				RAISE EXCEPTION 'the server was not promoted';
+			END IF;
+			PERFORM pg_sleep(0.002);
+		END;
+	END LOOP;
+END
+$f$;};
 
 # A new, initialised but not started node.  Options:
 #   preload   => 0 to leave flakeid out of shared_preload_libraries

@@ -32,30 +32,6 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
 
-# The calls of a session through a promotion: nextflakes(64) in a loop
-# that takes the standby's refusal (25006) and tries again, until $2 calls
-# returned IDs.  It runs in one statement begun during recovery.
-my $through_sql = q{
-CREATE FUNCTION through_promotion(calls int) RETURNS SETOF bigint
-LANGUAGE plpgsql AS $f$
-DECLARE
-	got int := 0;
-	deadline timestamptz := clock_timestamp() + interval '120 s';
-BEGIN
-	WHILE got < calls LOOP
-		BEGIN
-			RETURN QUERY SELECT id::bigint FROM nextflakes(64) id;
-			got := got + 1;
-		EXCEPTION WHEN read_only_sql_transaction THEN
-			IF clock_timestamp() > deadline THEN
-				RAISE EXCEPTION 'the server was not promoted';
-			END IF;
-			PERFORM pg_sleep(0.002);
-		END;
-	END LOOP;
-END
-$f$;};
-
 # A primary (node 9) and what standbys of it need.
 sub primary
 {
@@ -71,7 +47,7 @@ sub primary
 CREATE EXTENSION flakeid;
 CREATE TABLE t (id flakeid PRIMARY KEY DEFAULT nextflake(), g int);
 INSERT INTO t (g) SELECT generate_series(1, 1000);
-$through_sql});
+@{[ THROUGH_PROMOTION_SQL ]}});
 	$primary->backup('backup');
 	return $primary;
 }
@@ -102,7 +78,7 @@ sub start_sessions
 			[
 				'psql', '-X', '-A', '-t', '-v', 'ON_ERROR_STOP=1',
 				'-d', $node->connstr('postgres'),
-				'-c', 'SELECT x FROM through_promotion(20) x'
+				'-c', 'SELECT x FROM through_promotion(20)'
 			],
 			'>', \$s{out}, '2>', \$s{err}, run_timeout());
 		push @sessions, \%s;

@@ -16,10 +16,13 @@
 #include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
+#include "utils/uuid.h"
 
+#include "compat.h"
 #include "guc.h"
 #include "layout.h"
 #include "shmem.h"
+#include "uuid.h"
 #include "worker.h"
 
 PG_FUNCTION_INFO_V1(flakeid_timestamp);
@@ -27,6 +30,8 @@ PG_FUNCTION_INFO_V1(flakeid_node);
 PG_FUNCTION_INFO_V1(flakeid_sequence);
 PG_FUNCTION_INFO_V1(flakeid_decode);
 PG_FUNCTION_INFO_V1(flakeid_from_timestamp);
+PG_FUNCTION_INFO_V1(flakeid_to_uuid);
+PG_FUNCTION_INFO_V1(flakeid_from_uuid);
 
 /*
  * The layout that decoding uses: the generator's, which is the one its
@@ -134,4 +139,61 @@ flakeid_from_timestamp(PG_FUNCTION_ARGS)
 		ReportTimestampRange(layout);
 
 	PG_RETURN_INT64(FlakeFirstIdOfMs(ms));
+}
+
+/* The ID as a version-7 UUID under this server's layout (uuid.h). */
+Datum
+flakeid_to_uuid(PG_FUNCTION_ARGS)
+{
+	pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
+
+	StaticAssertStmt(sizeof(uuid->data) == FLAKE_UUID_LEN, "a UUID is 16 bytes");
+	FlakeUuidEncode(FlakeDecodeLayout(), PG_GETARG_INT64(0), uuid->data);
+	PG_RETURN_UUID_P(uuid);
+}
+
+/*
+ * The ID that flakeid_to_uuid() made a UUID of, under this server's
+ * layout.  Any other UUID is an error (saved, where the caller passed an
+ * error-saving context), never a value.
+ */
+Datum
+flakeid_from_uuid(PG_FUNCTION_ARGS)
+{
+	pg_uuid_t  *uuid = PG_GETARG_UUID_P(0);
+	const FlakeLayout *layout = FlakeDecodeLayout();
+	int64		id = 0;
+	FlakeUuidProblem problem = FlakeUuidDecode(layout, uuid->data, &id);
+	char	   *text;
+	char	   *first;
+	char	   *last;
+
+	if (likely(problem == FLAKE_UUID_OK))
+		PG_RETURN_INT64(id);
+
+	text = DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(uuid)));
+	first = pstrdup(timestamptz_to_str(FlakeTimestamp(layout, 0)));
+	last = pstrdup(timestamptz_to_str(FlakeTimestamp(layout, FLAKE_MAX_MS)));
+	if (problem == FLAKE_UUID_NOT_V7)
+		ereturn(fcinfo->context, (Datum) 0,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("UUID \"%s\" was not made by flakeid_to_uuid()", text),
+				 (uuid->data[8] & 0xc0) != 0x80 ?
+				 errdetail("It is not of the RFC 9562 variant, which flakeid_to_uuid() makes.") :
+				 errdetail("It is a version %d UUID; flakeid_to_uuid() makes version 7 UUIDs.",
+						   uuid->data[6] >> 4),
+				 errhint("Only UUIDs that flakeid_to_uuid() made can be turned back into flakeids.")));
+	if (problem == FLAKE_UUID_OUT_OF_RANGE)
+		ereturn(fcinfo->context, (Datum) 0,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("UUID \"%s\" was not made by flakeid_to_uuid()", text),
+				 errdetail("Its time lies outside the range of this server's flakeids, %s to %s.",
+						   first, last),
+				 errhint("Only UUIDs that flakeid_to_uuid() made on a server with the same flakeid.epoch can be turned back into flakeids.")));
+	ereturn(fcinfo->context, (Datum) 0,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("UUID \"%s\" was not made by flakeid_to_uuid()", text),
+			 errdetail("Its last 52 bits do not match the ID it would hold under this server's layout (flakeid.epoch %s, flakeid.node_bits %d).",
+					   first, layout->node_bits),
+			 errhint("Only UUIDs that flakeid_to_uuid() made on a server with the same flakeid.epoch and flakeid.node_bits can be turned back into flakeids.")));
 }

@@ -10,7 +10,7 @@ DATA = $(wildcard sql/flakeid--*.sql)
 
 REGRESS = type_io soft_input on_error operators indexes casts decode \
 	from_timestamp generator format upgrade schema trusted foreign_keys \
-	cluster_check uuid
+	cluster_check uuid convert_key
 REGRESS_OPTS = --inputdir=. --load-extension=flakeid
 
 ISOLATION = concurrent

@@ -123,9 +123,26 @@ flakeid_identify(uint8 info)
 	return (info & ~XLR_INFO_MASK) == XLOG_FLAKE_LEASE ? "LEASE" : NULL;
 }
 
+/*
+ * Redo begins.  Where a standby or a restore begins it (archive recovery),
+ * the log says what this version does at the end: it continues above the
+ * old primary's IDs (lease.c).  Versions before 1.3 do not, which is why a
+ * rolling upgrade takes the standbys first.
+ */
+static void
+flakeid_startup(void)
+{
+	if (ArchiveRecoveryRequested)
+		ereport(LOG,
+				(errmsg("flakeid continues above the old primary's IDs if this server is promoted"),
+				 errdetail("After a promotion or a restore it waits for the promotion floor: its clock plus flakeid.max_lead, a lease and flakeid.max_clock_skew."),
+				 errhint("A standby that runs flakeid 1.2 or older has no floor: upgrade the standbys before their primary.")));
+}
+
 static RmgrData flakeid_rmgr = {
 	.rm_name = "flakeid",
 	.rm_redo = flakeid_redo,
+	.rm_startup = flakeid_startup,
 	.rm_desc = flakeid_desc,
 	.rm_identify = flakeid_identify,
 };

@@ -125,6 +125,59 @@ flake_citus_prepare() {
 	chown "$FLAKE_USER" "$FLAKE_CITUS_CACHE"
 }
 
+# An older release of flakeid, for the TAP tests that run it beside this
+# one (070_mixed_versions.pl): FLAKE_OLD_REV from the git history, by
+# default the last commit of 1.2, the release without a promotion floor,
+# as a tar file FLAKE_OLD_TAR that the unprivileged user can read.  None
+# where the tree has no history (a release archive, a chroot's copy) and
+# FLAKE_OLD_GIT names no other checkout that has it (test/mutate's copies).
+flake_old_source() {
+	[ -z "${FLAKE_OLD_TAR:-}" ] || return 0
+	local git=${FLAKE_OLD_GIT:-$FLAKE_SRC}
+	git -C "$git" rev-parse --git-dir >/dev/null 2>&1 || return 0
+	local rev=${FLAKE_OLD_REV:-}
+	if [ -z "$rev" ]; then
+		# the commit before the one that made the version 1.3
+		rev=$(git -C "$git" log --format=%H -S"default_version = '1.3'" -- flakeid.control | tail -n 1)
+		[ -n "$rev" ] || return 0
+		rev=$rev^
+	fi
+	FLAKE_OLD_TAR=$(mktemp "${FLAKE_WORK:-/tmp}/flakeid-old.XXXXXX")
+	if ! git -C "$git" archive --format=tar -o "$FLAKE_OLD_TAR" "$rev"; then
+		rm -f "$FLAKE_OLD_TAR"
+		FLAKE_OLD_TAR=
+		return 0
+	fi
+	chmod a+r "$FLAKE_OLD_TAR"
+	FLAKE_OLD_MADE=1
+	export FLAKE_OLD_TAR
+}
+
+# The older release built and installed into a private copy of the
+# PostgreSQL installation beside flakeid_temp_install's: sets
+# FLAKE_OLD_INSTALL (the directory above its bin/) and FLAKE_OLD_VERSION.
+# A release that does not build with this PostgreSQL leaves them unset.
+flake_old_install() {
+	[ -n "${FLAKE_OLD_TAR:-}" ] && [ -r "$FLAKE_OLD_TAR" ] || return 0
+	[ -z "${FLAKE_OLD_INSTALL:-}" ] || return 0
+	local src=$FLAKE_WORK/old-src inst=$FLAKE_WORK/install-old dir
+	mkdir -p "$src"
+	tar -C "$src" -xf "$FLAKE_OLD_TAR"
+	if ! make -s -C "$src" PG_CONFIG="$PG_CONFIG" >"$FLAKE_WORK/old-build.log" 2>&1; then
+		say "the older flakeid does not build with PostgreSQL $PG_MAJOR: see $FLAKE_WORK/old-build.log"
+		return 0
+	fi
+	for dir in "$($PG_CONFIG --bindir)" "$($PG_CONFIG --pkglibdir)" "$($PG_CONFIG --sharedir)"; do
+		mkdir -p "$inst$dir"
+		cp -a "$dir/." "$inst$dir/"
+	done
+	make -s -C "$src" PG_CONFIG="$PG_CONFIG" DESTDIR="$inst" install >/dev/null
+	FLAKE_OLD_INSTALL=$(dirname "$inst$($PG_CONFIG --bindir)")
+	FLAKE_OLD_VERSION=$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$src/flakeid.control")
+	say "flakeid $FLAKE_OLD_VERSION built beside this one, for the tests of mixed versions"
+	export FLAKE_OLD_INSTALL FLAKE_OLD_VERSION
+}
+
 # PostgreSQL refuses to run as root.  As root, copy the source tree to a
 # directory the unprivileged user owns and run the calling script from
 # there as that user.  Anyone else carries on where they are.
@@ -137,12 +190,15 @@ flake_drop_root() {
 		--exclude='*.bc' -cf - . | tar -C "$copy" -xf -
 	chown -R "$FLAKE_USER" "$copy"
 	say "running as $FLAKE_USER in $copy"
+	flake_old_source
 	cd "$copy"
 	local rc=0
 	runuser -u "$FLAKE_USER" -- env PG_MAJOR="$PG_MAJOR" PG_CONFIG="$PG_CONFIG" \
 		PG_CFLAGS="${PG_CFLAGS:-}" FLAKE_KEEP="${FLAKE_KEEP:-}" \
+		FLAKE_OLD_TAR="${FLAKE_OLD_TAR:-}" \
 		"$copy/$script" "$@" || rc=$?
 	[ -n "${FLAKE_KEEP:-}" ] || rm -rf "$copy"
+	[ -z "${FLAKE_OLD_MADE:-}" ] || rm -f "$FLAKE_OLD_TAR"
 	exit $rc
 }
 

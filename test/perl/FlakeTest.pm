@@ -89,10 +89,13 @@ $f$;};
 #   quiet     => 1 for tests that run millions of statements: no statement
 #                logging, room for background workers
 #   initdb    => more initdb arguments (an array ref)
+#   install_path => another installation of PostgreSQL and flakeid (an
+#                older flakeid: FLAKE_OLD_INSTALL)
 sub flake_node
 {
 	my ($name, %opts) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
+	my $node = PostgreSQL::Test::Cluster->new($name,
+		defined $opts{install_path} ? (install_path => $opts{install_path}) : ());
 
 	$node->init(
 		allows_streaming => $opts{streaming} ? 1 : 0,

@@ -101,6 +101,7 @@ my %key_label = (
 	uuidv7 => 'uuid uuidv7()',
 	serial_blk => "bigint, sequence CACHE " . ($meta{edge_block} // '?'),
 	flake_hash => "flakeid, " . ($meta{edge_parts} // '?') . " hash partitions",
+	flake_cache => "flakeid, flakeid.cache = " . ($meta{edge_cache} // '?'),
 );
 
 # The client counts and other fields of the keys (a|b|...) of a section.
@@ -148,6 +149,8 @@ sub report_single
 		[ 'flake', 'nextflake() burst, server A' ],
 		[ 'flake0', 'nextflake() node_bits=0, B' ],
 		[ 'flake0c', $gen_label{flake0c} ],
+		[ 'touuid', 'flakeid_to_uuid(g)' ],
+		[ 'fromuuid', 'flakeid_from_uuid(to_uuid(g))' ],
 	);
 	my $floor = median('per_id', 'floor');
 	my $clock = median('per_id', 'clock');
@@ -435,24 +438,51 @@ if ($parts{edge})
 	my @clients = key_fields('edge_tps', 1);
 	line("8. The B-tree's right edge: pgbench INSERTs of 100 rows per statement, -T %s, %s round(s)",
 		$meta{sweep_time}, $meta{sweep_rounds});
-	line("   a. small tables, all in memory (server A), emptied before each run; two ways around the right");
-	line("      edge that keep the keys k-ordered: each backend inserting its own block of %s keys (a",
-		$meta{edge_block});
-	line("      sequence's CACHE), and %s hash partitions (one right edge each)", $meta{edge_parts});
-	line("   %-33s %7s  %-26s %11s %8s %8s %8s  %s", 'key', 'clients', 'tps, median (min-max)', 'rows/s',
-		'x serial', 'index', 'WAL B/r', 'where');
-	line("   %-33s %7s  %-26s %11s %8s %8s %8s", '', '', '', '', '', 'B/row', '');
+	if (defined $meta{edge_cache})
+	{
+		line("   a. small tables, all in memory (server A), emptied before each run; three ways around the right");
+		line("      edge that keep the keys k-ordered: each backend inserting its own block of %s keys (a",
+			$meta{edge_block});
+		line("      sequence's CACHE), each backend reserving its own blocks of flakeids (flakeid.cache = %s,",
+			$meta{edge_cache});
+		line("      its largest setting, in the clients' sessions), and %s hash partitions (one right edge each)",
+			$meta{edge_parts});
+	}
+	else
+	{
+		line("   a. small tables, all in memory (server A), emptied before each run; two ways around the right");
+		line("      edge that keep the keys k-ordered: each backend inserting its own block of %s keys (a",
+			$meta{edge_block});
+		line("      sequence's CACHE), and %s hash partitions (one right edge each)", $meta{edge_parts});
+	}
+	if (exists $val{edge_order_run})
+	{
+		line("      order, over the last %s rows in key order (each statement is a transaction, named by its",
+			num($meta{edge_order_rows}, 0));
+		line("      xmin): run = rows per run of one statement's rows in key order (100: no other statement's");
+		line("      key among a statement's keys); disp = mean distance in rows between a row's place in key");
+		line("      order and its place in the order the statements began");
+	}
+	line("   %-33s %7s  %-26s %11s %8s %8s %8s %6s %7s  %s", 'key', 'clients', 'tps, median (min-max)', 'rows/s',
+		'x serial', 'index', 'WAL B/r', 'run', 'disp', 'where');
+	line("   %-33s %7s  %-26s %11s %8s %8s %8s %6s %7s", '', '', '', '', '', 'B/row', '', 'rows', 'rows');
+	my $fig = sub {
+		my ($section, $key, $fmt) = @_;
+		my $m = median($section, $key);
+		return defined $m ? sprintf($fmt, $m) : 'n/a';
+	};
 	for my $c (@clients)
 	{
-		for my $k (qw(flake serial uuid uuidv7 serial_blk flake_hash))
+		for my $k (qw(flake serial uuid uuidv7 serial_blk flake_cache flake_hash))
 		{
 			my $key = "$k|$c";
 			next unless exists $val{edge_tps}{$key};
 			my ($w) = waits('edge_wait', $key);
-			line("   %-33s %7s  %-26s %11s %8.2f %8.2f %8.0f  %s", $key_label{$k}, $c,
+			line("   %-33s %7s  %-26s %11s %8.2f %8.2f %8.0f %6s %7s  %s", $key_label{$k}, $c,
 				range('edge_tps', $key, 0), num(median('edge_rows', $key), 0),
 				median('edge_tps', $key) / median('edge_tps', "serial|$c"),
-				median('edge_index_bytes', $key), median('edge_wal', $key), $w);
+				median('edge_index_bytes', $key), median('edge_wal', $key),
+				$fig->('edge_order_run', $key, '%.1f'), $fig->('edge_order_disp', $key, '%.0f'), $w);
 		}
 	}
 	line("   b. tables larger than shared_buffers (server C: %s), preloaded with %s rows each and not",

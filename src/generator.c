@@ -401,6 +401,7 @@ typedef struct FlakeWaited
 {
 	instr_time	clock_since;
 	instr_time	lease_since;
+	bool		counted;		/* in flakeid_status()'s waits */
 } FlakeWaited;
 
 /* Milliseconds since *since, which is set now if it was zero. */
@@ -436,13 +437,12 @@ ReportWaitTooLong(FlakeShared *s, int64 now, int64 ahead, int64 wait)
 	if (floor_ms - now > flake_max_lead_ms)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("flakeid values wait for the promotion floor, %lld ms ahead of the system clock",
-						(long long) (floor_ms - now)),
-				 errdetail("After the end of archive recovery IDs continue from %s, above every ID the old primary can have returned. "
-						   "They are returned only within flakeid.max_lead (%d ms) of the clock, "
-						   "and this call would wait %lld ms more for that, longer than flakeid.max_clock_wait (%d ms) allows.",
+				 errmsg("waiting %lld ms more for the promotion floor would exceed flakeid.max_clock_wait (%d ms)",
+						(long long) wait, flake_max_clock_wait_ms),
+				 errdetail("After the end of archive recovery IDs continue from %s, above every ID the old primary can have returned, "
+						   "%lld ms ahead of the clock. They are returned only within flakeid.max_lead (%d ms) of the clock.",
 						   timestamptz_to_str(FlakeTimestamp(&my_layout, floor_ms)),
-						   flake_max_lead_ms, (long long) wait, flake_max_clock_wait_ms),
+						   (long long) (floor_ms - now), flake_max_lead_ms),
 				 errhint("Call again once the clock is within flakeid.max_lead of the floor, "
 						 "or raise flakeid.max_clock_wait to wait for it.")));
 	if (ahead > (int64) flake_max_lead_ms + flake_max_clock_wait_ms + FLAKE_LEASE_MS)
@@ -456,13 +456,12 @@ ReportWaitTooLong(FlakeShared *s, int64 now, int64 ahead, int64 wait)
 				 errhint("Correct the system clock, or raise flakeid.max_clock_wait to wait for it.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-			 errmsg("flakeid values are %lld ms ahead of the system clock",
-					(long long) ahead),
-			 errdetail("IDs are returned only within flakeid.max_lead (%d ms) of the clock, and this call would wait "
-					   "%lld ms more for that, longer than flakeid.max_clock_wait (%d ms) allows. "
+			 errmsg("waiting %lld ms more for the system clock would exceed flakeid.max_clock_wait (%d ms)",
+					(long long) wait, flake_max_clock_wait_ms),
+			 errdetail("IDs are returned only within flakeid.max_lead (%d ms) of the clock, and the last ones run %lld ms ahead of it. "
 					   "IDs run ahead of the clock when more are asked for than the node makes, "
 					   "%lld per millisecond, or when the clock is set back.",
-					   flake_max_lead_ms, (long long) wait, flake_max_clock_wait_ms,
+					   flake_max_lead_ms, (long long) ahead,
 					   (long long) FlakeSeqPerMs(&my_layout)),
 			 errhint("Ask for fewer IDs at a time, or raise flakeid.max_clock_wait.")));
 }
@@ -486,11 +485,19 @@ FlakeClockWait(FlakeShared *s, uint64 next, int64 n, int64 now, FlakeWaited *wai
 	return wait;
 }
 
-/* Sleep on the latch for ms milliseconds; cancel and timeouts still work. */
+/*
+ * Sleep on the latch for ms milliseconds, at most FLAKE_CLOCK_SLEEP_MAX_MS;
+ * cancel and timeouts still work.  A call's first sleep counts it in
+ * flakeid_status()'s waits, however many sleeps its wait takes.
+ */
 static void
-FlakeSleep(FlakeShared *s, int64 ms)
+FlakeSleep(FlakeShared *s, int64 ms, FlakeWaited *waited)
 {
-	pg_atomic_fetch_add_u64(&s->waits, 1);
+	if (!waited->counted)
+	{
+		pg_atomic_fetch_add_u64(&s->waits, 1);
+		waited->counted = true;
+	}
 	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 					 (long) Max(Min(ms, FLAKE_CLOCK_SLEEP_MAX_MS), 1),
 					 PG_WAIT_EXTENSION);
@@ -686,7 +693,7 @@ FlakeAwaitIssue(FlakeShared *s, uint64 first, int64 n, FlakeWaited *waited)
 
 		if (wait > 0)
 		{
-			FlakeSleep(s, wait);
+			FlakeSleep(s, wait, waited);
 			continue;
 		}
 		lease_end = (int64) pg_atomic_read_u64(&s->lease_end);
@@ -728,6 +735,7 @@ FlakeReserve(FlakeShared *s, int64 n, FlakeIssue *issue)
 
 	INSTR_TIME_SET_ZERO(waited.clock_since);
 	INSTR_TIME_SET_ZERO(waited.lease_since);
+	waited.counted = false;
 	for (;;)
 	{
 		uint32		word = pg_atomic_read_u32(&s->word);

@@ -415,6 +415,9 @@ FlakeAdoptNode(FlakeShared *s, int32 node_id)
 	if (node_id == FLAKE_NODE_UNSET)
 		ereport(LOG,
 				(errmsg("flakeid.node_id is no longer set; IDs will not be generated")));
+	else if (old == FLAKE_NODE_UNSET)
+		ereport(LOG,
+				(errmsg("flakeid node id set to %d", node_id)));
 	else
 		ereport(LOG,
 				(errmsg("flakeid node id changed from %d to %d", old, node_id)));

@@ -40,6 +40,9 @@ $node->poll_query_until('postgres', 'SELECT node_id = 77 FROM flakeid_status()')
 is($node->safe_psql('postgres',
 		'SELECT bool_and(flakeid_node(id) = 77) FROM nextflakes(1000) id'),
 	't', 'after a reload that sets it, IDs decode to the node id');
+ok($node->log_contains(qr/flakeid node id set to 77/),
+	'the log says the node id was set');
+ok(!$node->log_contains(qr/changed from -1/), 'and not that it changed from -1');
 
 # Removing the setting unsets it again, and generation stops.
 $node->safe_psql('postgres',

@@ -128,8 +128,9 @@ FROM (SELECT nextflake() AS id) s});
 		db   => 'victimdb');
 	is($state, '53400', 'a call that would wait past flakeid.max_clock_wait fails with 53400')
 	  or diag($stderr);
-	like($stderr, qr/flakeid values are \d+ ms ahead of the system clock/,
-		'the error says how far ahead the IDs are');
+	like($stderr, qr/waiting \d+ ms more for the system clock would exceed flakeid\.max_clock_wait \(100 ms\)/,
+		'the error says what wait failed');
+	like($stderr, qr/the last ones run \d+ ms ahead of it/, 'the detail says how far ahead the IDs are');
 	like($stderr, qr/flakeid\.max_clock_wait \(100 ms\)/, 'the error names the bound');
 	unlike($stderr, qr/behind/, 'the error does not blame the clock');
 	$h->finish;
@@ -157,6 +158,19 @@ FROM (SELECT nextflake() AS id) s});
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM nextflakes(10)'),
 		'10', 'with the worker back, calls get their IDs');
 }
+
+# One call that waits for the clock counts once in flakeid_status()'s
+# waits, however many sleeps (of at most 100 ms) its wait takes: the
+# second call below waits about 1.5 s (the first reserves 4.9 s of IDs,
+# each returns one).
+is( $node->safe_psql(
+		'postgres', q{
+	SELECT nextflakes(20000000) IS NOT NULL LIMIT 1;
+	CREATE TEMP TABLE before AS SELECT waits FROM flakeid_status();
+	SELECT nextflakes(6144000) IS NOT NULL LIMIT 1;
+	SELECT s.waits - b.waits FROM flakeid_status() s, before b}),
+	"t\nt\n1",
+	'a call that waited about 1.5 s for the clock counts as one wait');
 
 $node->stop;
 done_testing();

@@ -1,5 +1,4 @@
--- Revert flakeid_events:events from pg: the table first, as the extension
--- cannot go while a column has its type.
+-- Revert flakeid_events:events from pg: the table, then the extension.
 BEGIN;
 
 DROP TABLE events;

@@ -10,9 +10,8 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { execFileSync } = require('node:child_process');
 const path = require('node:path');
-const { Client } = require('pg');
+const { connect, assertOwnerNotSuperuser, schema, assertKeysOfThisServer } = require('./migration-checks');
 
-const SERVER_NODE_ID = 42; // test/flakeid.conf
 const DATABASE = 'flakeid_pgmigrate';
 const CLI = path.join(__dirname, 'node_modules', 'node-pg-migrate', 'bin', 'node-pg-migrate.js');
 
@@ -29,8 +28,7 @@ function migrate(direction) {
 let client;
 
 before(async () => {
-  client = new Client({ user: process.env.FLAKE_APP_USER, database: DATABASE });
-  await client.connect();
+  client = await connect(DATABASE);
 });
 
 after(async () => {
@@ -39,41 +37,21 @@ after(async () => {
 
 async function insertAndDecode() {
   const { rows } = await client.query(
-    `INSERT INTO events (body) VALUES ('one'), ('two'), ('three')
-     RETURNING id, flakeid_node(id) AS node, flakeid_timestamp(id) AS ts`);
-  const ids = rows.map((row) => BigInt(row.id));
-  for (const row of rows) {
-    assert.ok(BigInt(row.id) > 2n ** 53n, `${row.id} is above 2^53`);
-    assert.equal(row.node, SERVER_NODE_ID);
-    assert.ok(Math.abs(row.ts.getTime() - Date.now()) < 60000, `${row.ts} is now`);
-  }
-  assert.ok(ids[0] < ids[1] && ids[1] < ids[2], 'ascending');
-  const found = await client.query('SELECT body FROM events WHERE id = $1', [rows[1].id]);
+    "INSERT INTO events (body) VALUES ('one'), ('two'), ('three') RETURNING id");
+  const ids = rows.map((row) => row.id);
+  await assertKeysOfThisServer(client, ids);
+  const found = await client.query('SELECT body FROM events WHERE id = $1', [ids[1]]);
   assert.deepEqual(found.rows, [{ body: 'two' }]);
-  return ids;
-}
-
-async function schema() {
-  const { rows } = await client.query(
-    `SELECT (SELECT extversion FROM pg_extension WHERE extname = 'flakeid') AS extension,
-            (SELECT format_type(atttypid, atttypmod) FROM pg_attribute
-              WHERE attrelid = to_regclass('events') AND attname = 'id') AS id_type,
-            (SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef
-              WHERE adrelid = to_regclass('events') AND adnum = 1) AS id_default`);
-  return rows[0];
+  return ids.map(BigInt);
 }
 
 test('the application role owns the database and is not a superuser', async () => {
-  const { rows } = await client.query(
-    `SELECT r.rolsuper, pg_get_userbyid(d.datdba) = current_user AS owner
-       FROM pg_roles r, pg_database d
-      WHERE r.rolname = current_user AND d.datname = current_database()`);
-  assert.deepEqual(rows, [{ rolsuper: false, owner: true }]);
+  await assertOwnerNotSuperuser(client);
 });
 
 test('up, insert and decode, down, up again', async () => {
   migrate('up');
-  const first = await schema();
+  const first = await schema(client);
   assert.equal(first.id_type, 'flakeid');
   assert.equal(first.id_default, 'nextflake()');
   assert.ok(first.extension, 'the extension is installed');
@@ -83,12 +61,12 @@ test('up, insert and decode, down, up again', async () => {
   await assert.rejects(client.query('DROP EXTENSION flakeid'), { code: '2BP01' });
 
   migrate('down');
-  assert.deepEqual(await schema(), { extension: null, id_type: null, id_default: null });
+  assert.deepEqual(await schema(client), { extension: null, id_type: null, id_default: null });
   const applied = await client.query('SELECT count(*)::int AS n FROM pgmigrations');
   assert.equal(applied.rows[0].n, 0);
 
   migrate('up');
-  assert.deepEqual(await schema(), first);
+  assert.deepEqual(await schema(client), first);
   const again = await insertAndDecode();
   assert.ok(again[0] > before[before.length - 1], 'IDs after the second up are above the first ones');
 });

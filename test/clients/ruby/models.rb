@@ -5,7 +5,7 @@
 require "active_record"
 
 class Event < ActiveRecord::Base
-  attribute :id, :big_integer
+  attribute :id, ActiveRecord::Type::BigInteger.new
 end
 
 class Order < ActiveRecord::Base

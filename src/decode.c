@@ -166,14 +166,11 @@ flakeid_from_uuid(PG_FUNCTION_ARGS)
 	FlakeUuidProblem problem = FlakeUuidDecode(layout, uuid->data, &id);
 	char	   *text;
 	char	   *first;
-	char	   *last;
 
 	if (likely(problem == FLAKE_UUID_OK))
 		PG_RETURN_INT64(id);
 
 	text = DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(uuid)));
-	first = pstrdup(timestamptz_to_str(FlakeTimestamp(layout, 0)));
-	last = pstrdup(timestamptz_to_str(FlakeTimestamp(layout, FLAKE_MAX_MS)));
 	if (problem == FLAKE_UUID_NOT_V7)
 		ereturn(fcinfo->context, (Datum) 0,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -183,12 +180,13 @@ flakeid_from_uuid(PG_FUNCTION_ARGS)
 				 errdetail("It is a version %d UUID; flakeid_to_uuid() makes version 7 UUIDs.",
 						   uuid->data[6] >> 4),
 				 errhint("Only UUIDs that flakeid_to_uuid() made can be turned back into flakeids.")));
+	first = pstrdup(timestamptz_to_str(FlakeTimestamp(layout, 0)));
 	if (problem == FLAKE_UUID_OUT_OF_RANGE)
 		ereturn(fcinfo->context, (Datum) 0,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("UUID \"%s\" was not made by flakeid_to_uuid()", text),
 				 errdetail("Its time lies outside the range of this server's flakeids, %s to %s.",
-						   first, last),
+						   first, timestamptz_to_str(FlakeTimestamp(layout, FLAKE_MAX_MS))),
 				 errhint("Only UUIDs that flakeid_to_uuid() made on a server with the same flakeid.epoch can be turned back into flakeids.")));
 	ereturn(fcinfo->context, (Datum) 0,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

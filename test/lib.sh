@@ -160,18 +160,14 @@ flake_old_source() {
 flake_old_install() {
 	[ -n "${FLAKE_OLD_TAR:-}" ] && [ -r "$FLAKE_OLD_TAR" ] || return 0
 	[ -z "${FLAKE_OLD_INSTALL:-}" ] || return 0
-	local src=$FLAKE_WORK/old-src inst=$FLAKE_WORK/install-old dir
+	local src=$FLAKE_WORK/old-src inst=$FLAKE_WORK/install-old
 	mkdir -p "$src"
 	tar -C "$src" -xf "$FLAKE_OLD_TAR"
 	if ! make -s -C "$src" PG_CONFIG="$PG_CONFIG" >"$FLAKE_WORK/old-build.log" 2>&1; then
 		say "the older flakeid does not build with PostgreSQL $PG_MAJOR: see $FLAKE_WORK/old-build.log"
 		return 0
 	fi
-	for dir in "$($PG_CONFIG --bindir)" "$($PG_CONFIG --pkglibdir)" "$($PG_CONFIG --sharedir)"; do
-		mkdir -p "$inst$dir"
-		cp -a "$dir/." "$inst$dir/"
-	done
-	make -s -C "$src" PG_CONFIG="$PG_CONFIG" DESTDIR="$inst" install >/dev/null
+	flake_install_into "$src" "$inst"
 	FLAKE_OLD_INSTALL=$(dirname "$inst$($PG_CONFIG --bindir)")
 	FLAKE_OLD_VERSION=$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$src/flakeid.control")
 	say "flakeid $FLAKE_OLD_VERSION built beside this one, for the tests of mixed versions"
@@ -202,19 +198,26 @@ flake_drop_root() {
 	exit $rc
 }
 
+# A private copy of the PostgreSQL installation under $2, with the
+# flakeid built in source tree $1 installed into it.
+flake_install_into() {
+	local src=$1 inst=$2 dir
+	for dir in "$($PG_CONFIG --bindir)" "$($PG_CONFIG --pkglibdir)" "$($PG_CONFIG --sharedir)"; do
+		mkdir -p "$inst$dir"
+		cp -a "$dir/." "$inst$dir/"
+	done
+	make -s -C "$src" PG_CONFIG="$PG_CONFIG" DESTDIR="$inst" install >/dev/null
+}
+
 # Build flakeid and install it into a private copy of the PostgreSQL
 # installation under $FLAKE_WORK/install; the copy finds its share and lib
 # directories relative to its binaries, as PostgreSQL's own temporary
 # installations do.  Sets BINDIR, PGXS_DIR.
 flake_temp_install() {
-	local inst=$FLAKE_WORK/install dir
+	local inst=$FLAKE_WORK/install
 	say "building flakeid with $($PG_CONFIG --version)"
 	make -s -C "$FLAKE_SRC" PG_CONFIG="$PG_CONFIG" PG_CFLAGS="${PG_CFLAGS:-}" >/dev/null
-	for dir in "$($PG_CONFIG --bindir)" "$($PG_CONFIG --pkglibdir)" "$($PG_CONFIG --sharedir)"; do
-		mkdir -p "$inst$dir"
-		cp -a "$dir/." "$inst$dir/"
-	done
-	make -s -C "$FLAKE_SRC" PG_CONFIG="$PG_CONFIG" DESTDIR="$inst" install >/dev/null
+	flake_install_into "$FLAKE_SRC" "$inst"
 	BINDIR=$inst$($PG_CONFIG --bindir)
 	PGXS_DIR=$(dirname "$($PG_CONFIG --pgxs)")/../..
 	PGXS_DIR=$(cd "$PGXS_DIR" && pwd)

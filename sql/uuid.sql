@@ -69,6 +69,11 @@ SELECT flakeid_from_uuid('f81d4fae-7dec-41d0-a765-00a0c91e6bf6');
 SELECT flakeid_from_uuid('017f22e2-79b0-7cc3-18c4-dc0c0c07398f');
 SELECT flakeid_from_uuid('00000000-0000-7000-8000-000000000000');
 
+-- UUIDs made by earlier servers read back: the bytes of one ID's UUID are
+-- fixed for good under a layout (the check's hash included)
+SELECT flakeid_to_uuid(912137223447539712) = '01a200a6-cb58-701c-800f-bdd54cc6ca02'
+	AS stable_uuid;
+
 -- a bigint works as the ID; NULL gives NULL
 SELECT flakeid_from_uuid(flakeid_to_uuid(1234567890123456789::bigint)) = 1234567890123456789
 	AS from_bigint;

@@ -1,0 +1,82 @@
+# The lease worker renews the lease no more often than it has to, and
+# keeps it ahead of the IDs, not of the clock:
+#
+#   1. IDs taken steadily for a few seconds, at the clock: the lease is
+#      renewed when half of it is left, about twice a second, not at every
+#      wake-up of the worker (each renewal is a write and fsync of the
+#      state file, and a WAL record).  The renewals are counted by the
+#      state file's serial.
+#   2. IDs taken ahead of the clock (a burst, within flakeid.max_lead): a
+#      call that brings the last ID within half a lease of the lease's end
+#      wakes the worker, which extends the lease to a full lease past that
+#      ID while the clock is still seconds behind it, so that the next
+#      calls find a lease and do not wait for one.
+
+use strict;
+use warnings;
+
+use FlakeTest;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+
+my $node = flake_node('renewal', node_id => 3, conf => "flakeid.max_lead = '60s'");
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION flakeid');
+
+# 1. A steady stream of IDs for about 4 s, one every 2 ms.
+sub renewals
+{
+	return $node->safe_psql('postgres',
+		'SELECT max(serial) FROM flakeid_state_file() WHERE valid');
+}
+my $before = renewals();
+my $start = time;
+$node->safe_psql('postgres',
+	'SELECT count(nextflake()) FROM (SELECT pg_sleep(0.002) FROM generate_series(1, 2000)) s');
+my $seconds = time - $start;
+my $count = renewals() - $before;
+cmp_ok($count, '>=', 2, "the lease was renewed while IDs were taken ($count times)");
+cmp_ok($count, '<=', 2 * $seconds + 3,
+	sprintf('in %.1f s of IDs, at most twice a second and three more', $seconds));
+
+# 2. Ahead of the clock.  Bursts of 1,000 ms of ticks each take the IDs
+# seconds ahead; then single milliseconds of ticks until the last ID is
+# within half a lease (500 ms) of the lease's end.
+$node->safe_psql('postgres',
+	'SELECT count(*) FROM generate_series(1, 12) g, LATERAL nextflakes(4096000 + 0 * g) f');
+my $lead = status_of($node)->{lead_ms};
+cmp_ok($lead, '>', 3000, "a burst took the IDs $lead ms ahead of the clock");
+my $old_end = $node->safe_psql(
+	'postgres', q{
+	DO $$
+	BEGIN
+		LOOP
+			PERFORM count(*) FROM nextflakes(4096);
+			EXIT WHEN (SELECT lease_end - last_time <= interval '500 ms' FROM flakeid_status());
+		END LOOP;
+	END $$;
+	SELECT lease_end FROM flakeid_status()});
+my $renewed;
+for (my $tries = 0; $tries < 1000; $tries++)
+{
+	my ($extended, $clock_behind) = split /\|/, $node->safe_psql(
+		'postgres', qq{
+		SELECT lease_end - last_time > interval '900 ms',
+			clock_timestamp() < '$old_end'::timestamptz - interval '500 ms'
+		FROM flakeid_status()});
+	last unless $clock_behind eq 't';
+	if ($extended eq 't')
+	{
+		$renewed = 1;
+		last;
+	}
+	select(undef, undef, undef, 0.01);
+}
+ok($renewed,
+	'within half a lease of its end, the lease was extended past the last ID '
+	  . 'while the clock was still behind it');
+
+$node->stop;
+done_testing();

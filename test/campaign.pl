@@ -246,7 +246,8 @@ sub take_backup
 
 # Two standbys of the primary, a and b, from one base backup.  Their
 # postgresql.conf comes from the primary's, with its archive_command:
-# every server archives into the first primary's archive.
+# every server archives into the archive of the last primary that
+# new_primary made.
 sub make_standbys
 {
 	my $backup = take_backup();
@@ -276,18 +277,26 @@ sub retire
 	return;
 }
 
-$primary = flake_node(new_node('primary'), node_id => 5, streaming => 1,
-	archiving => $preload, quiet => 1, preload => $preload, conf => $conf);
-$archive = $primary->archive_dir;
-# a segment appears in the archive whole, or not at all: a restore must
-# not read one that an immediate stop cut short
-$primary->append_conf('postgresql.conf',
-	qq{archive_command = 'cp "%p" "$archive/%f.part" && mv "$archive/%f.part" "$archive/%f"'})
-  if $preload;
-push @all_nodes, $primary;
-start_node($primary) or die 'the primary did not start';
-$primary->safe_psql(
-	'postgres', q{
+# A new primary, started with the campaign's tables, functions and guest
+# role, in place of any other; its WAL goes into an archive of its own,
+# which every server made from it shares.  $install: another installation
+# of PostgreSQL and flakeid (FLAKE_OLD_INSTALL).
+sub new_primary
+{
+	my ($node_id, $install) = @_;
+	$primary = flake_node(new_node($install ? 'old_primary' : 'primary'),
+		node_id => $node_id, streaming => 1, archiving => $preload, quiet => 1,
+		preload => $preload, conf => $conf, install_path => $install);
+	$archive = $primary->archive_dir;
+	# a segment appears in the archive whole, or not at all: a restore must
+	# not read one that an immediate stop cut short
+	$primary->append_conf('postgresql.conf',
+		qq{archive_command = 'cp "%p" "$archive/%f.part" && mv "$archive/%f.part" "$archive/%f"'})
+	  if $preload;
+	push @all_nodes, $primary;
+	start_node($primary) or die $primary->name . ' did not start';
+	$primary->safe_psql(
+		'postgres', q{
 	CREATE EXTENSION flakeid;
 	CREATE FUNCTION cms(timestamptz) RETURNS bigint LANGUAGE sql STABLE PARALLEL SAFE
 		AS 'SELECT floor(extract(epoch FROM $1) * 1000)::bigint';
@@ -301,7 +310,11 @@ $primary->safe_psql(
 	-- as an install of 1.0 or 1.1 leaves it: the function must refuse
 	-- by itself
 	GRANT EXECUTE ON FUNCTION flakeid_status() TO camp_guest});
-$primary->safe_psql('postgres', THROUGH_PROMOTION_SQL);
+	$primary->safe_psql('postgres', THROUGH_PROMOTION_SQL);
+	return $primary;
+}
+
+new_primary(5);
 push @node_history, [ time(), 5 ];
 my $epoch_ms = $primary->safe_psql('postgres',
 	q{SELECT cms(flakeid_timestamp('0'::flakeid))});

@@ -48,8 +48,15 @@
 # sometimes with flakeid.max_lead lowered on every server just before;
 # a base backup restored to the end of the archived WAL or to a point
 # before a burst, promoted in place of the primary, which is stopped
-# first.  Through every promotion and restore, sessions connected to the
-# server in recovery call nextflakes() until it is promoted.
+# first; with an older flakeid at hand (FLAKE_OLD_INSTALL, which test/run
+# builds), a rolling upgrade in the README's order: the servers replaced
+# by a primary of the older version and standbys of this one, a burst
+# ahead of the clock on it (synchronous replication on, or off with the
+# standby to be promoted mostly stalled, so that it misses the burst's
+# lease), failover to a standby, then ALTER EXTENSION flakeid UPDATE (the
+# final line of faults says when it could not be drawn).  Through every
+# promotion and restore, sessions connected to the server in recovery call
+# nextflakes() until it is promoted.
 #
 # Checks, cumulative over the whole campaign:
 #   - no ID returned twice, across every restart, failover and restore:
@@ -246,7 +253,8 @@ sub take_backup
 
 # Two standbys of the primary, a and b, from one base backup.  Their
 # postgresql.conf comes from the primary's, with its archive_command:
-# every server archives into the first primary's archive.
+# every server archives into the archive of the last primary that
+# new_primary made.
 sub make_standbys
 {
 	my $backup = take_backup();
@@ -276,18 +284,26 @@ sub retire
 	return;
 }
 
-$primary = flake_node(new_node('primary'), node_id => 5, streaming => 1,
-	archiving => $preload, quiet => 1, preload => $preload, conf => $conf);
-$archive = $primary->archive_dir;
-# a segment appears in the archive whole, or not at all: a restore must
-# not read one that an immediate stop cut short
-$primary->append_conf('postgresql.conf',
-	qq{archive_command = 'cp "%p" "$archive/%f.part" && mv "$archive/%f.part" "$archive/%f"'})
-  if $preload;
-push @all_nodes, $primary;
-start_node($primary) or die 'the primary did not start';
-$primary->safe_psql(
-	'postgres', q{
+# A new primary, started with the campaign's tables, functions and guest
+# role, in place of any other; its WAL goes into an archive of its own,
+# which every server made from it shares.  $install: another installation
+# of PostgreSQL and flakeid (FLAKE_OLD_INSTALL).
+sub new_primary
+{
+	my ($node_id, $install) = @_;
+	$primary = flake_node(new_node($install ? 'old_primary' : 'primary'),
+		node_id => $node_id, streaming => 1, archiving => $preload, quiet => 1,
+		preload => $preload, conf => $conf, install_path => $install);
+	$archive = $primary->archive_dir;
+	# a segment appears in the archive whole, or not at all: a restore must
+	# not read one that an immediate stop cut short
+	$primary->append_conf('postgresql.conf',
+		qq{archive_command = 'cp "%p" "$archive/%f.part" && mv "$archive/%f.part" "$archive/%f"'})
+	  if $preload;
+	push @all_nodes, $primary;
+	start_node($primary) or die $primary->name . ' did not start';
+	$primary->safe_psql(
+		'postgres', q{
 	CREATE EXTENSION flakeid;
 	CREATE FUNCTION cms(timestamptz) RETURNS bigint LANGUAGE sql STABLE PARALLEL SAFE
 		AS 'SELECT floor(extract(epoch FROM $1) * 1000)::bigint';
@@ -301,7 +317,11 @@ $primary->safe_psql(
 	-- as an install of 1.0 or 1.1 leaves it: the function must refuse
 	-- by itself
 	GRANT EXECUTE ON FUNCTION flakeid_status() TO camp_guest});
-$primary->safe_psql('postgres', THROUGH_PROMOTION_SQL);
+	$primary->safe_psql('postgres', THROUGH_PROMOTION_SQL);
+	return $primary;
+}
+
+new_primary(5);
 push @node_history, [ time(), 5 ];
 my $epoch_ms = $primary->safe_psql('postgres',
 	q{SELECT cms(flakeid_timestamp('0'::flakeid))});
@@ -1171,6 +1191,90 @@ sub worker_gone_reload
 	return $what;
 }
 
+# The time (ms since 1970) of the highest ID that any statement returned.
+sub highest_id_ms
+{
+	my $high = -1;
+	foreach my $c (0 .. $clients)
+	{
+		foreach (read_lines("$work/ids.$c"))
+		{
+			my ($start, $len) = split;
+			$high = max($high, $start + $len - 1);
+		}
+	}
+	return $high < 0 ? undef : ($high >> 22) + $epoch_ms;
+}
+
+# A rolling upgrade in the order the README gives, the standbys first: the
+# servers replaced by a primary of the older flakeid (FLAKE_OLD_INSTALL,
+# with the node id of the one it replaces) and two standbys of this
+# version made from it.  The clients generate on the old primary, the
+# driver runs a burst (synchronous replication on, or off with the standby
+# to be promoted mostly stalled, so that it misses the burst's lease),
+# then failover to a standby, the old primary stopped immediately first,
+# and ALTER EXTENSION flakeid UPDATE on the promoted server.  The old
+# primary starts afresh: its clock first reads past every ID returned.
+sub rolling_upgrade
+{
+	my $node_id = current_node_id($primary) // 5;
+	close_window();
+	kill 'CONT', $_ foreach values %stalled;
+	my $start = time();
+	retire($_) foreach $primary, values %standby;
+	%standby = %down = %stalled = %flushed = ();
+	($sync_list, $sync_since, $lead_lowered) = ('', undef, 0);
+	my $old = new_primary($node_id, $ENV{FLAKE_OLD_INSTALL});
+	push @node_history, [ $start, $node_id ];
+	# before the clients come, its clock goes forward past every ID they
+	# wrote (the old primary's setup took seconds), or time passes
+	my $high_ms = highest_id_ms() // 0;
+	my $behind = ($high_ms + 100) / 1000 - clock_reading();
+	my $clock = $behind > 0 ? sprintf('clock %+.1f s first, ', move_clock($behind, 1)) : '';
+	usleep(50_000) while clock_reading() * 1000 <= $high_ms + 100;
+	my $layout = admin($primary,
+		q{SELECT extversion || ' ' || cms(flakeid_timestamp('0'::flakeid)) || ' ' || node_bits
+		FROM pg_extension, flakeid_status() WHERE extname = 'flakeid'}) // '';
+	is($layout, "$ENV{FLAKE_OLD_VERSION} $epoch_ms $node_bits",
+		"the old primary runs flakeid $ENV{FLAKE_OLD_VERSION}, with the campaign's epoch and node bits")
+	  or return "the old primary: $layout";
+	make_standbys();
+	write_target();
+	barrier('servers replaced by an older flakeid', $start, time());
+	foreach my $name ('a', 'b')
+	{
+		my $said = wait_until(sub {
+			$standby{$name}->log_contains(
+				qr/flakeid continues above the old primary's IDs if this server is promoted/)
+		}, 30);
+		ok($said, "standby $name of the old primary runs this version, which says it continues above")
+		  or return "standby $name did not say it continues above";
+	}
+	my ($target, $behind_standby, $sync) = ('sync', 0, '');
+	if (rand() < 0.6)
+	{
+		$target = (running_standbys())[ int(rand(2)) ];
+		$behind_standby = rand() < 0.7 && stall($target, 1);
+	}
+	else
+	{
+		$sync = random_sync_list();
+		set_sync_list($sync) or return 'failed';
+		wait_states(sub { grep { /^(sync|quorum)$/ } values %{ $_[0] } }, 10);
+	}
+	usleep((1 + rand(3)) * 1e6);
+	my $burst = rand() < 0.5 ? 'of 4 million ' . driver_burst(5000) : '4 s ahead ' . driver_far_burst();
+	usleep(rand(1) * 1e6);
+	my $what = sprintf('%s%s, %sburst %s, then failover: %s', $clock, $old->name,
+		$sync ne '' ? "$sync, " : $behind_standby ? "$target behind, " : '', $burst, failover($target));
+	my $updated = admin($primary, q{ALTER EXTENSION flakeid UPDATE;
+		SELECT extversion = default_version FROM pg_extension JOIN pg_available_extensions ON name = extname
+		WHERE extname = 'flakeid'});
+	is($updated, 't', 'the promoted server updates the extension to this version')
+	  or return "$what, not updated";
+	return "$what, updated";
+}
+
 my %fault_subs;
 %fault_subs = (
 	'kill backend' => sub {
@@ -1424,7 +1528,8 @@ recovery_target_lsn = ''});
 		promotion_sessions_done(@through);
 		return $failed // "$clock$backup, " . ($before ? 'to before a burst' : 'to the end of the archive')
 		  . ", burst $burst, $mode stop";
-	});
+	},
+	'rolling upgrade' => \&rolling_upgrade);
 
 # Weights: the cheap faults often, the slow ones (failover) now and then.
 my @menu = (
@@ -1442,10 +1547,23 @@ push @menu, [ 'synchronous on', 3 ], [ 'synchronous off', 1 ], [ 'failover', 1 ]
   # 1.8 s after a SIGTERM returning IDs 5.5 s past the standby's lease)
   [ 'lease worker gone during a reload of the method', 1 ]
   if $preload;
+# the rolling upgrade needs the older flakeid that test/run builds
+my %unavailable;
+if ($preload && $ENV{FLAKE_OLD_INSTALL})
+{
+	push @menu, [ 'rolling upgrade', 1 ];
+}
+elsif ($preload)
+{
+	$unavailable{'rolling upgrade'} = 'no older flakeid (FLAKE_OLD_INSTALL: test/run builds 1.2 '
+	  . 'where the source tree has its git history)';
+}
 # --faults: only these (to replay one kind of fault at length)
 if (defined $only_faults)
 {
 	my %want = map { $_ => 1 } split /\s*,\s*/, $only_faults;
+	die join('', map { "$_: not available, $unavailable{$_}\n" } grep { $unavailable{$_} } sort keys %want)
+	  if grep { $unavailable{$_} } keys %want;
 	my @unknown = grep { my $w = $_; !grep { $_->[0] eq $w } @menu } sort keys %want;
 	die 'unknown fault(s): ' . join(', ', @unknown) . '; the faults: '
 	  . join(', ', map { $_->[0] } @menu) . "\n" if @unknown;
@@ -1808,5 +1926,6 @@ check_all('campaign', 1);
 
 diag("campaign seed $seed: $round rounds; "
 	  . join(', ', map { "$_ $summary{$_}" } sort keys %summary));
-diag('faults: ' . join(', ', map { "$_ $faults{$_}" } sort keys %faults));
+diag('faults: ' . join(', ', map { "$_ $faults{$_}" } sort keys %faults)
+	  . join('', map { "; $_ not available: $unavailable{$_}" } sort keys %unavailable));
 done_testing();

@@ -16,7 +16,7 @@ use Time::HiRes qw(time usleep);
 
 our @EXPORT = qw(
   flake_node psql_as psql_state sqlstate_of fails_with start_fails
-  settings_locked status_of state_file_copies ids_unique ids_increasing
+  settings_locked status_of state_file_copies lease_on_disk ids_unique ids_increasing
   increasing_sql tick_sql wait_until start_pgbench insert_together
   CLOCKED_TABLE_SQL insert_clocked calls_ended_before ids_at_their_clock
   check_two_primaries two_primaries_digest_sql run_timeout
@@ -277,6 +277,16 @@ sub state_file_copies
 		push @copies, \%copy;
 	}
 	return @copies;
+}
+
+# The lease end on disk, in ms since the flakeid epoch: the newest valid
+# copy's (undef when none is valid).
+sub lease_on_disk
+{
+	my ($via) = @_;
+	my ($newest) = sort { $b->{serial} <=> $a->{serial} }
+	  grep { $_->{valid} eq 't' } state_file_copies($via);
+	return $newest ? $newest->{lease_end_ms} : undef;
 }
 
 # Assert that a query's column id holds no duplicate; returns the count.

@@ -44,14 +44,6 @@ sub lease_in_memory
 	);
 }
 
-# The lease end on disk, in ms since the flakeid epoch: the newest valid copy.
-sub lease_on_disk
-{
-	my @valid = grep { $_->{valid} eq 't' } state_file_copies($node);
-	my ($newest) = sort { $b->{serial} <=> $a->{serial} } @valid;
-	return $newest ? $newest->{lease_end_ms} : undef;
-}
-
 # Phase 1: generation with a writable file.
 my ($ok) = generate(1);
 ok($ok, 'IDs are generated');
@@ -64,10 +56,10 @@ is( $node->safe_psql(
 	WHERE f.valid AND f.node_bits = s.node_bits AND f.epoch = s.epoch}),
 	2,
 	'the lease file records the layout');
-my $lease = lease_on_disk();
+my $lease = lease_on_disk($node);
 is($node->safe_psql('postgres', "SELECT count(*) FROM ids WHERE (id::bigint >> $low_bits) >= $lease"),
 	0, 'every ID issued is below the lease on disk');
-ok(lease_in_memory() <= lease_on_disk(),
+ok(lease_in_memory() <= lease_on_disk($node),
 	'the lease in use never reaches past the lease on disk');
 
 # Phase 2: the file turns read-only while a session generates, committing
@@ -124,7 +116,7 @@ is($node->safe_psql('postgres', 'SELECT state FROM flakeid_status()'),
 # past the half of it at which a renewal is due), so the check below is
 # one that a lease ignored would fail; 50 ms leave room for a loaded
 # machine that does not run the session in every millisecond.
-my $durable = lease_on_disk();
+my $durable = lease_on_disk($node);
 ok( $node->safe_psql('postgres',
 		"SELECT count(*) FROM ids WHERE phase = 2 AND (id::bigint >> $low_bits) >= $durable - 50") > 0,
 	'the session generated up to the last milliseconds of the durable lease')
@@ -139,7 +131,7 @@ foreach my $i (1 .. 20)
 	usleep(100_000);
 }
 is($refused, 20, 'every call in the next 2 s fails the same way');
-is(lease_on_disk(), $durable, 'the lease on disk did not move');
+is(lease_on_disk($node), $durable, 'the lease on disk did not move');
 is(lease_in_memory(), $durable, 'the lease in use is the last one written');
 is( $node->safe_psql('postgres',
 		"SELECT count(*) FROM ids WHERE (id::bigint >> $low_bits) >= $durable"),
@@ -154,7 +146,7 @@ chmod 0600, $state_file or die "chmod $state_file: $!";
 ok(wait_until(sub { (generate(3))[0] }, 20, 0.1), 'generation resumes');
 is($node->safe_psql('postgres', 'SELECT state FROM flakeid_status()'),
 	'ready', 'flakeid_status() reports ready');
-ok(lease_on_disk() > $durable, 'the lease on disk moved on');
+ok(lease_on_disk($node) > $durable, 'the lease on disk moved on');
 generate(3) foreach 1 .. 5;
 is( $node->safe_psql('postgres',
 		"SELECT count(*) FROM ids WHERE phase = 3 AND id <= $max_before"),

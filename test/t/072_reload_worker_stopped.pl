@@ -63,8 +63,7 @@ my ($ret, $out, $err) = psql_state($primary,
 	  FROM (SELECT nextflake() AS id) s});
 is($ret, 0, 'a new session gets an ID while the lease worker is stopped') or diag($err);
 my ($id, $ms) = split /\|/, $out;
-my ($s1_end) = map { $_->{lease_end_ms} }
-  sort { $b->{serial} <=> $a->{serial} } grep { $_->{valid} eq 't' } state_file_copies($standby);
+my $s1_end = lease_on_disk($standby);
 cmp_ok($ms, '<', $s1_end, "its millisecond is below the lease s1 has ($s1_end)") if defined $ms;
 
 kill('CONT', $worker);

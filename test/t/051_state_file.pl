@@ -253,9 +253,23 @@ foreach my $impossible ([ node_bits => 99 ], [ lease_end => 1 << 50 ], [ reserve
 		'0', "$field = $value: neither copy is valid");
 	$node->stop;
 }
-write_state_file($node,
-	0    => state_file_record(%lease, serial => 11, lease_end => $newer_end),
-	4096 => state_file_record(%lease, serial => 11, lease_end => $newer_end));
+# Offset 512, where flakeid 1.1 kept its second copy, is shown as a
+# damaged copy as soon as any byte of it is not zero (the first or the
+# last), and is left out while it is all zeros.
+foreach my $byte (512, 1023, undef)
+{
+	write_state_file($node,
+		0    => state_file_record(%lease, serial => 11, lease_end => $newer_end),
+		4096 => state_file_record(%lease, serial => 11, lease_end => $newer_end),
+		defined $byte ? ($byte => "\x01") : ());
+	$node->start;
+	is( $node->safe_psql('postgres',
+			q{SELECT string_agg(format('%s/%s', "offset", valid), ',' ORDER BY "offset")
+			  FROM flakeid_state_file()}),
+		defined $byte ? '0/t,512/f,4096/t' : '0/t,4096/t',
+		defined $byte ? "a non-zero byte at $byte: a damaged copy at 512" : 'offset 512 all zeros: no copy there');
+	$node->stop;
+}
 
 $node->start;
 ids_unique($node, 'SELECT id FROM ids', 'the whole test');

@@ -128,7 +128,10 @@ is( $node->safe_psql('postgres',
 $node->stop;
 
 # 4. The lease worker cannot be forked; once it can, the next launch works.
-$node->append_conf('postgresql.conf', 'flakeid.node_id = 9');
+# A call gives up on an absent worker after 10 s, however long
+# flakeid.max_lease_wait lets it wait for a lease: with 60 s, a call
+# that waited for the lease wait would meet its 40 s statement_timeout.
+$node->append_conf('postgresql.conf', "flakeid.node_id = 9\nflakeid.max_lease_wait = 60s");
 $node->adjust_conf('postgresql.conf', 'flakeid.node_bits', 10);
 unlink $node->data_dir . '/flakeid.state';
 unlink $node->data_dir . '/postgresql.auto.conf';
@@ -143,9 +146,9 @@ my $offset = -s $node->logfile;
 
 # The fork keeps failing for longer than a call waits for the worker.
 PostgreSQL::Test::Utils::append_to_file($switch, '');
-$session->query('SELECT nextflake()');
+$session->query("SET statement_timeout = '40s'; SELECT nextflake()");
 like($session->{stderr}, qr/timed out waiting for the flakeid lease worker/,
-	'while the worker cannot be forked, a call fails after its wait');
+	'while the worker cannot be forked, a call fails after its 10 s wait for it, not after max_lease_wait');
 ok($node->log_contains(qr/could not fork (?:background )?worker process/, $offset),
 	'the log says the fork failed');
 ok($node->log_contains(qr/the flakeid lease worker could not be started/, $offset),

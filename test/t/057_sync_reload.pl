@@ -17,7 +17,8 @@
 #      confirmed by the standby all along, so no ID is ever returned
 #      under one it did not confirm.
 # The lease worker shows its wait for the standby (SyncRep) in
-# pg_stat_activity.
+# pg_stat_activity.  Last, a server without WAL senders: nothing to wait
+# for.
 
 use strict;
 use warnings;
@@ -256,6 +257,37 @@ synchronous_commit = local});
 			"ALTER SYSTEM SET synchronous_standby_names = '';\nSELECT pg_reload_conf();");
 	};
 	fail_over($primary, $standby, $receiver, $promoted);
+}
+
+# A server with max_wal_senders = 0 (and wal_level = minimal) can have no
+# standby, and its commits do not wait for the standbys that
+# synchronous_standby_names names; its IDs do not wait either.  With one
+# WAL sender and the named standby absent, both wait.
+foreach my $senders (0, 1)
+{
+	my $alone = flake_node("walsenders_$senders", node_id => 6, streaming => $senders,
+		conf => "synchronous_standby_names = 's1'");
+	$alone->adjust_conf('postgresql.conf', 'max_wal_senders', $senders) if $senders;
+	$alone->start;
+	my ($ret, $out, $err, $state) = psql_state($alone, q{
+SET synchronous_commit = local;
+CREATE EXTENSION flakeid;
+SET synchronous_commit = on;
+SET statement_timeout = '3s';
+SELECT current_setting('max_wal_senders'), count(DISTINCT id) FROM nextflakes(1000) id;});
+	if ($senders)
+	{
+		ok($ret != 0 && defined $state && $state =~ /^(57014|55000)$/,
+			'one WAL sender and the synchronous standby absent: IDs wait')
+		  or diag("$out\n$err");
+	}
+	else
+	{
+		is($out, '0|1000',
+			'max_wal_senders = 0 and synchronous_standby_names set: IDs do not wait')
+		  or diag($err);
+	}
+	$alone->stop;
 }
 
 done_testing();

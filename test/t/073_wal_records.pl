@@ -28,6 +28,7 @@ open my $fh, '>', "$dir/emit_record.c" or die "could not write emit_record.c: $!
 print $fh <<'EOC';
 #include "postgres.h"
 
+#include "access/xlog.h"
 #include "access/xloginsert.h"
 #include "fmgr.h"
 #include "utils/pg_lsn.h"

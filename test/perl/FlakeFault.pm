@@ -20,7 +20,7 @@ our @EXPORT = qw(
   faketime_library start_faked set_clock offset_to server_clock_offset
   wait_clock_offset crash_node server_processes start_fork_switch
   fork_failing state_file_record write_state_file
-  start_slow_state_file slow_state_file
+  start_slow_state_file slow_state_file build_shim
 );
 
 # The path of libfaketime's preload library, or undef.
@@ -303,10 +303,11 @@ EOC
 
 my %built;
 
-# Build a shim once per test script; returns the path of the library.
+# Build a shim once per test script, with any further compiler flags;
+# returns the path of the library.
 sub build_shim
 {
-	my ($name, $source) = @_;
+	my ($name, $source, @flags) = @_;
 	return $built{$name} if defined $built{$name};
 
 	my $dir = $PostgreSQL::Test::Utils::tmp_check;
@@ -317,7 +318,7 @@ sub build_shim
 	print $fh $source;
 	close $fh;
 	my $cc = $ENV{CC} // 'cc';
-	system($cc, '-shared', '-fPIC', '-O2', '-o', $so, $src, '-ldl') == 0
+	system($cc, '-shared', '-fPIC', '-O2', @flags, '-o', $so, $src, '-ldl') == 0
 	  or die "could not build $so with $cc";
 	$built{$name} = $so;
 	return $so;

@@ -9,6 +9,7 @@
 use strict;
 use warnings;
 
+use FlakeFault;
 use FlakeTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -20,18 +21,20 @@ $primary->safe_psql('postgres', 'CREATE EXTENSION flakeid');
 
 # emit_flake_record(info, length, node_bits): a record of flakeid's
 # resource manager (167) with that info byte, of the first length bytes
-# of a lease of node 4 (1000 ms past the epoch, reserved zero) with those
-# node_bits.
-my $dir = $PostgreSQL::Test::Utils::tmp_check;
-my $so = "$dir/emit_record_$$.so";
-open my $fh, '>', "$dir/emit_record.c" or die "could not write emit_record.c: $!";
-print $fh <<'EOC';
+# of a lease (src/record.h) of node 4, 1000 ms past the epoch, with those
+# node_bits.  PostgreSQL's server headers and flakeid's own, for the
+# lease, come from the trees the tests build against.
+my $includes = `'@{[ $ENV{PG_CONFIG} // 'pg_config' ]}' --includedir-server`;
+chomp $includes;
+my $so = build_shim('emit_record', <<'EOC', '-isystem', $includes, "-I$ENV{FLAKE_SRC}/src");
 #include "postgres.h"
 
 #include "access/xlog.h"
 #include "access/xloginsert.h"
 #include "fmgr.h"
 #include "utils/pg_lsn.h"
+
+#include "record.h"
 
 PG_MODULE_MAGIC;
 
@@ -40,15 +43,7 @@ PG_FUNCTION_INFO_V1(emit_flake_record);
 Datum
 emit_flake_record(PG_FUNCTION_ARGS)
 {
-	struct
-	{
-		int64		epoch_ms;
-		int32		node_bits;
-		int32		node_id;
-		int64		lease_end;
-		uint32		timeline;
-		uint32		reserved;
-	}			lease;
+	FlakeLease	lease;
 	int32		len = PG_GETARG_INT32(1);
 	XLogRecPtr	lsn;
 
@@ -67,13 +62,6 @@ emit_flake_record(PG_FUNCTION_ARGS)
 	PG_RETURN_LSN(lsn);
 }
 EOC
-close $fh;
-my $cc = $ENV{CC} // 'cc';
-my $includes = `'@{[ $ENV{PG_CONFIG} // 'pg_config' ]}' --includedir-server`;
-chomp $includes;
-system($cc, '-shared', '-fPIC', '-O2', '-isystem', $includes,
-	'-o', $so, "$dir/emit_record.c") == 0
-  or die "could not build $so with $cc";
 $primary->safe_psql('postgres',
 	"CREATE FUNCTION emit_flake_record(int, int, int) RETURNS pg_lsn
 	 AS '$so', 'emit_flake_record' LANGUAGE C STRICT");

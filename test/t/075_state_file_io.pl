@@ -1,0 +1,182 @@
+# The state file fails after it opened: a write that stops short (a full
+# disk) and a read that fails (EIO), through a small preload library
+# that acts on flakeid.state alone while a switch file exists.  015 makes
+# the file unwritable at open; here the open succeeds and the write or
+# read fails.
+#
+# 1. Writes stop short while a session generates: generation stops with
+#    the disk-full error (53100) once the lease on disk runs out, and no
+#    ID reaches the lease of any valid copy on disk: the copy written
+#    short is damaged, the other holds the lease before it.
+# 2. Reads fail: flakeid_state_file() fails with an I/O error (58030).
+# 3. The disk is back: IDs come again, above every earlier one, with both
+#    copies valid; after a crash restart, too.
+
+use strict;
+use warnings;
+
+use FlakeFault;
+use FlakeTest;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $io_shim = build_shim('state_io', <<'EOC');
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+typedef ssize_t (*pwrite_f) (int, const void *, size_t, off_t);
+typedef ssize_t (*pread_f) (int, void *, size_t, off_t);
+
+/* Whether fd is flakeid.state and the switch file $FLAKE_STATE_IO.what exists. */
+static int
+failing(int fd, const char *what)
+{
+	const char *base = getenv("FLAKE_STATE_IO");
+	char		path[4096];
+	char		link[64];
+	ssize_t		len;
+	const char *name;
+
+	if (base == NULL)
+		return 0;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	len = readlink(link, path, sizeof(path) - 1);
+	if (len <= 0)
+		return 0;
+	path[len] = '\0';
+	name = strrchr(path, '/');
+	if (name == NULL || strcmp(name + 1, "flakeid.state") != 0)
+		return 0;
+	snprintf(path, sizeof(path), "%s.%s", base, what);
+	return access(path, F_OK) == 0;
+}
+
+/* A write that stops after 12 bytes, within a record's serial, as on a full disk. */
+#define PWRITE_SHIM(fname) \
+ssize_t \
+fname(int fd, const void *buf, size_t n, off_t off) \
+{ \
+	static pwrite_f next; \
+\
+	if (next == NULL) \
+		next = (pwrite_f) dlsym(RTLD_NEXT, #fname); \
+	if (n > 12 && failing(fd, "write")) \
+		n = 12; \
+	return next(fd, buf, n, off); \
+}
+
+/* A read that fails, as on a failing disk. */
+#define PREAD_SHIM(fname) \
+ssize_t \
+fname(int fd, void *buf, size_t n, off_t off) \
+{ \
+	static pread_f next; \
+\
+	if (next == NULL) \
+		next = (pread_f) dlsym(RTLD_NEXT, #fname); \
+	if (failing(fd, "read")) \
+	{ \
+		errno = EIO; \
+		return -1; \
+	} \
+	return next(fd, buf, n, off); \
+}
+
+PWRITE_SHIM(pwrite)
+PWRITE_SHIM(pwrite64)
+PREAD_SHIM(pread)
+PREAD_SHIM(pread64)
+EOC
+
+my $node = flake_node('io', quiet => 1, node_id => 75);
+my $switch = $node->basedir . '/state_io';
+sub start_node
+{
+	local $ENV{LD_PRELOAD} = FlakeFault::preload_after_sanitizers($io_shim);
+	local $ENV{FLAKE_STATE_IO} = $switch;
+	$node->start;
+	return;
+}
+sub switch_on  { my ($what) = @_; open my $fh, '>', "$switch.$what" or die $!; close $fh; return }
+sub switch_off { my ($what) = @_; unlink "$switch.$what"; return }
+
+start_node();
+$node->safe_psql(
+	'postgres', q{
+CREATE EXTENSION flakeid;
+CREATE TABLE ids (id flakeid NOT NULL, phase int NOT NULL);
+CREATE PROCEDURE generate_until_error(ph int, n int)
+LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 1 .. n LOOP
+		INSERT INTO ids VALUES (nextflake(), ph);
+		COMMIT;
+	END LOOP;
+END $$;
+INSERT INTO ids SELECT nextflake(), 0 FROM generate_series(1, 1000);
+});
+my $low_bits = FLAKE_LOW_BITS;
+my $ms_of    = "(id::bigint >> $low_bits)";
+
+# 1. Writes stop short while a session generates, committing each ID.
+switch_on('write');
+my ($ret, $out, $err, $state) =
+  psql_state($node, 'CALL generate_until_error(1, 5000000)');
+isnt($ret, 0, 'with writes stopping short, generation stops');
+is($state, '53100', 'with the disk-full SQLSTATE') or diag($err);
+like($err, qr/could not renew the flakeid time lease in file "flakeid\.state": No space left on device/,
+	'the error names the file and a full disk');
+my $issued = $node->safe_psql('postgres', 'SELECT count(*) FROM ids WHERE phase = 1');
+cmp_ok($issued, '>', 0, "the session had IDs first ($issued)");
+my @copies = state_file_copies($node);
+my @valid = grep { $_->{valid} eq 't' } @copies;
+is(scalar(@valid), 1, 'the copy written short is damaged, the other valid')
+  or diag(explain(\@copies));
+my ($lease) = sort { $a <=> $b } map { $_->{lease_end_ms} } @valid;
+is($node->safe_psql('postgres', "SELECT count(*) FROM ids WHERE $ms_of >= $lease"),
+	0, "no ID reaches the lease of any valid copy on disk ($lease ms)");
+like($node->safe_psql('postgres', 'SELECT state FROM flakeid_status()'),
+	qr/lease failing/, 'flakeid_status() says the lease is failing');
+
+# 2. Reads fail.
+switch_on('read');
+fails_with($node, 'SELECT * FROM flakeid_state_file()', '58030',
+	'flakeid_state_file() with reads failing');
+($ret, $out, $err) = psql_state($node, 'SELECT * FROM flakeid_state_file()');
+like($err, qr/could not read flakeid state file "flakeid\.state": Input\/output error/,
+	'the error names the file and the failed read');
+switch_off('read');
+
+# 3. The disk is back.
+switch_off('write');
+ok( wait_until(
+		sub {
+			my ($r) = psql_state($node, 'INSERT INTO ids SELECT nextflake(), 2');
+			$r == 0;
+		},
+		60),
+	'with writes whole again, IDs come again');
+ok( wait_until(
+		sub { (grep { $_->{valid} eq 't' } state_file_copies($node)) == 2 }, 30),
+	'both copies are valid again');
+$node->safe_psql('postgres', 'INSERT INTO ids SELECT nextflake(), 2 FROM generate_series(1, 1000)');
+crash_node($node);
+start_node();
+$node->safe_psql('postgres', 'INSERT INTO ids SELECT nextflake(), 3 FROM generate_series(1, 1000)');
+is( $node->safe_psql(
+		'postgres', q{
+SELECT count(*) FROM ids a WHERE phase = 3 AND EXISTS (SELECT FROM ids b WHERE b.phase < 3 AND b.id >= a.id)}),
+	0,
+	'after a crash restart, every ID is above every earlier one');
+is($node->safe_psql('postgres', 'SELECT count(*) - count(DISTINCT id) FROM ids'),
+	0, 'no ID was issued twice');
+
+$node->stop;
+done_testing();

@@ -37,6 +37,36 @@ our @EXPORT = qw(
 	};
 }
 
+# test/run coverage: a node still running when its test ends stops with a
+# fast shutdown instead of the harness's immediate one, so that its
+# processes (the lease worker, a standby's startup process) exit normally
+# and write their coverage counters.  A process the test left stopped
+# (SIGSTOP) is let go first; a node that does not stop within 30 s stops
+# the immediate way.
+if ($ENV{FLAKE_COVERAGE})
+{
+	no warnings 'redefine';
+	my $teardown = \&PostgreSQL::Test::Cluster::teardown_node;
+	*PostgreSQL::Test::Cluster::teardown_node = sub {
+		my ($self, %params) = @_;
+		my $pid = $self->{_pid};
+		if (defined $pid)
+		{
+			foreach my $stat (glob '/proc/[0-9]*/stat')
+			{
+				open my $fh, '<', $stat or next;
+				my $line = <$fh> // '';
+				close $fh;
+				kill 'CONT', $1 if $line =~ /^(\d+) \(.*\) \S+ (\d+) / && $2 == $pid;
+			}
+			kill 'CONT', $pid;
+			local $ENV{PGCTLTIMEOUT} = 30;
+			return if $self->stop('fast', fail_ok => 1);
+		}
+		return $teardown->($self, %params);
+	};
+}
+
 # The timeout of a command the tests start themselves (pgbench, pg_dump):
 # the harness's default, or $seconds.
 sub run_timeout

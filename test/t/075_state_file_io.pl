@@ -10,7 +10,7 @@
 #    short is damaged, the other holds the lease before it.
 # 2. Reads fail: flakeid_state_file() fails with an I/O error (58030).
 # 3. The disk is back: IDs come again, above every earlier one, with both
-#    copies valid; after a crash restart, too.
+#    copies valid; after a clean and a crash restart, too.
 
 use strict;
 use warnings;
@@ -167,6 +167,10 @@ ok( wait_until(
 		sub { (grep { $_->{valid} eq 't' } state_file_copies($node)) == 2 }, 30),
 	'both copies are valid again');
 $node->safe_psql('postgres', 'INSERT INTO ids SELECT nextflake(), 2 FROM generate_series(1, 1000)');
+# a clean restart, then a crash restart
+$node->stop;
+start_node();
+$node->safe_psql('postgres', 'INSERT INTO ids SELECT nextflake(), 2 FROM generate_series(1, 1000)');
 crash_node($node);
 start_node();
 $node->safe_psql('postgres', 'INSERT INTO ids SELECT nextflake(), 3 FROM generate_series(1, 1000)');
@@ -174,7 +178,7 @@ is( $node->safe_psql(
 		'postgres', q{
 SELECT count(*) FROM ids a WHERE phase = 3 AND EXISTS (SELECT FROM ids b WHERE b.phase < 3 AND b.id >= a.id)}),
 	0,
-	'after a crash restart, every ID is above every earlier one');
+	'after a clean and a crash restart, every ID is above every earlier one');
 is($node->safe_psql('postgres', 'SELECT count(*) - count(DISTINCT id) FROM ids'),
 	0, 'no ID was issued twice');
 

@@ -11,6 +11,10 @@
 # Each case starts the server afresh, so that a parallel worker is the
 # first process to touch the generator: through debug_parallel_query, and
 # through a real parallel scan of a table.
+#
+# Last, the lease worker's background worker slot: with 3 slots, 3
+# sleeping parallel queries keep it out, and the first call fails after
+# 10 s (55000); with max_parallel_workers = 2, the call generates at once.
 
 use strict;
 use warnings;

@@ -8,7 +8,10 @@
 #                  [--faults NAME,...]
 #
 # The seed is printed first; the same seed replays the same choices of
-# faults, clients and statements (their timing is the machine's).
+# faults, clients and statements (their timing is the machine's).  Four
+# clients (--clients) and rounds of about 15 s by default; --faults runs
+# only the faults named (a wrong name lists them); --no-preload (17 and
+# later) runs without preloading, and so without the standbys' faults.
 #
 # Servers: a primary that archives its WAL and, preloaded, two streaming
 # standbys, which synchronous_standby_names knows as a and b (their
@@ -48,10 +51,11 @@
 # sometimes with flakeid.max_lead lowered on every server just before;
 # a base backup restored to the end of the archived WAL or to a point
 # before a burst, promoted in place of the primary, which is stopped
-# first; with an older flakeid at hand (FLAKE_OLD_INSTALL, which test/run
-# builds), a rolling upgrade in the README's order: the servers replaced
-# by a primary of the older version and standbys of this one, a burst
-# ahead of the clock on it (synchronous replication on, or off with the
+# first; with an older flakeid at hand (FLAKE_OLD_INSTALL: 1.2, which
+# test/run builds from the git history), a rolling upgrade in the
+# README's order: the servers replaced by a primary of the older version
+# and standbys of this one, a burst ahead of the clock on it (synchronous
+# replication on, or off with the
 # standby to be promoted mostly stalled, so that it misses the burst's
 # lease), failover to a standby, then ALTER EXTENSION flakeid UPDATE (the
 # final line of faults says when it could not be drawn).  Through every

@@ -1,6 +1,6 @@
 # Citus beside flakeid, for test/t/060_citus.pl and bench/citus: Citus
-# built from a source tarball (cached, keyed by the tarball and the
-# PostgreSQL version) and installed into the tests' private PostgreSQL
+# built from a source tarball (cached, keyed by the tarball's SHA-256 and
+# the PostgreSQL version) and installed into the tests' private PostgreSQL
 # installation, and a cluster of a coordinator and workers on 127.0.0.1.
 #
 # The environment (test/run and bench/citus set it up):

@@ -19,7 +19,8 @@
 #   5. FIRST 1 (s1, s2) reloaded to FIRST 2 (s1, s2) while the lease worker
 #      is stopped, and 6. ANY 1 (s1, s2) reloaded to FIRST 1 (s2, s1) while
 #      it is ended and not yet back: a number or a method that only the
-#      lease worker reads changes.
+#      lease worker reads changes (in 5, for new sessions and for a
+#      statement begun before the reload).
 #   8. FIRST 2 (s1, s2) and ANY 2 (s1, s2) with s2 stopped: fewer named
 #      standbys connected than a commit waits for, with the lease worker
 #      running and with it stopped;

@@ -543,13 +543,16 @@ sub crc32c
 # src/record.h, then the CRC of all that); a test that uses it checks
 # first that the server reads such a record as it was meant.  Fields:
 # serial, epoch_ms, node_bits, node_id, lease_end, and optionally
-# timeline (default 1), reserved (0), version (3).
+# timeline (default 1), reserved (0), version (3), and no_timeline (the
+# layout of versions 1 and 2: no timeline or reserved field, the CRC at
+# byte 40).
 sub state_file_record
 {
 	my (%f) = @_;
-	my $body = pack('V V Q< q< l< l< q< V V',
+	my $body = pack('V V Q< q< l< l< q<',
 		0x464c4b31, $f{version} // 3, $f{serial}, $f{epoch_ms}, $f{node_bits},
-		$f{node_id}, $f{lease_end}, $f{timeline} // 1, $f{reserved} // 0);
+		$f{node_id}, $f{lease_end});
+	$body .= pack('V V', $f{timeline} // 1, $f{reserved} // 0) unless $f{no_timeline};
 	my $record = $body . pack('V', crc32c($body));
 	return $record . ("\0" x (512 - length $record));
 }

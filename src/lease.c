@@ -358,7 +358,12 @@ flakeid_accept_layout(PG_FUNCTION_ARGS)
 	if (!ok)
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not write flakeid state file \"%s\": %m", FLAKE_STATE_FILE)));
+				 errmsg("could not write flakeid state file \"%s\": %m", FLAKE_STATE_FILE),
+				 FlakeCanLogLease() ?
+				 errdetail("The new layout's lease went to the write-ahead log first: once the log holds it, "
+						   "a crash recovery or a standby that replays it takes the new layout, above every ID "
+						   "issued before.") : 0,
+				 errhint("Make the state file writable, then run flakeid_accept_layout() again.")));
 
 	ereport(LOG,
 			(errmsg("flakeid accepted a new layout: node_bits %d, epoch %s",

@@ -27,7 +27,6 @@
 #include "postgres.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "port/pg_crc32c.h"
@@ -76,6 +75,13 @@ static const int slot_offset[FLAKE_FILE_SLOTS] = {0, 4096, 512};
 
 /* Whether the version 1 copy was wiped by this process already. */
 static bool v1_copy_wiped = false;
+
+/*
+ * Whether this process has fsync'd the data directory after writing the
+ * file.  Not only a write that creates the file: one that created it may
+ * have failed that fsync, and a later write finds the file there.
+ */
+static bool directory_synced = false;
 
 /* The CRC of the first len bytes of a record. */
 static pg_crc32c
@@ -290,8 +296,6 @@ FlakeStateFileWrite(const FlakeLease *lease, uint64 serial)
 {
 	char		buf[FLAKE_RECORD_SIZE];
 	FlakeRecord rec;
-	struct stat st;
-	bool		created;
 	int			fd;
 	bool		ok;
 
@@ -307,7 +311,6 @@ FlakeStateFileWrite(const FlakeLease *lease, uint64 serial)
 	fd = BasicOpenFile(FLAKE_STATE_FILE, O_RDWR | O_CREAT | PG_BINARY);
 	if (fd < 0)
 		return false;
-	created = fstat(fd, &st) == 0 && st.st_size == 0;
 	ok = WriteSlot(fd, FLAKE_SLOT_FIRST, buf) &&
 		WriteSlot(fd, FLAKE_SLOT_SECOND, buf) &&
 		WipeV1Copy(fd);
@@ -320,8 +323,12 @@ FlakeStateFileWrite(const FlakeLease *lease, uint64 serial)
 		return false;
 	}
 	close(fd);
-	/* a new file needs its directory entry on disk too */
-	if (created && fsync_fname_ext(".", true, false, LOG) != 0)
-		return false;
+	/* the file's directory entry must be on disk too */
+	if (!directory_synced)
+	{
+		if (fsync_fname_ext(".", true, false, LOG) != 0)
+			return false;
+		directory_synced = true;
+	}
 	return true;
 }

@@ -1,9 +1,12 @@
 # The state file fails after it opened: a write that stops short (a full
-# disk) and a read that fails (EIO), through a small preload library
-# that acts on flakeid.state alone while a switch file exists.  015 makes
+# disk), a read that fails (EIO) and a failing fsync of the data
+# directory, through a small preload library that acts on flakeid.state
+# and the data directory alone while a switch file exists.  015 makes
 # the file unwritable at open; here the open succeeds and the write or
 # read fails.
 #
+# 0. The fsync of the data directory fails after the first write made
+#    the file: no ID comes until a later write fsyncs the directory.
 # 1. Writes stop short while a session generates: generation stops with
 #    the disk-full error (53100) once the lease on disk runs out, and no
 #    ID reaches the lease of any valid copy on disk: the copy written
@@ -11,6 +14,9 @@
 # 2. Reads fail: flakeid_state_file() fails with an I/O error (58030).
 # 3. The disk is back: IDs come again, above every earlier one, with both
 #    copies valid; after a clean and a crash restart, too.
+# 4. Writes stop short while flakeid_accept_layout() writes a new
+#    layout's lease: the accept fails and takes nothing; after a crash,
+#    recovery replays the lease it sent to WAL, above every earlier ID.
 
 use strict;
 use warnings;
@@ -28,10 +34,12 @@ my $io_shim = build_shim('state_io', <<'EOC');
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
 typedef ssize_t (*pwrite_f) (int, const void *, size_t, off_t);
+typedef int (*fsync_f) (int);
 typedef ssize_t (*pread_f) (int, void *, size_t, off_t);
 
 /* Whether fd is flakeid.state and the switch file $FLAKE_STATE_IO.what exists. */
@@ -89,6 +97,51 @@ fname(int fd, void *buf, size_t n, off_t off) \
 	return next(fd, buf, n, off); \
 }
 
+/*
+ * An fsync of the data directory (the server's working directory): it
+ * fails while $FLAKE_STATE_IO.dirsync exists, and otherwise appends the
+ * process id to $FLAKE_STATE_IO.dirsynced.
+ */
+int
+fsync(int fd)
+{
+	static fsync_f next;
+	const char *base = getenv("FLAKE_STATE_IO");
+	char		path[4096];
+	char		cwd[4096];
+	char		link[64];
+	ssize_t		len;
+	ssize_t		cwdlen;
+	struct stat st;
+
+	if (next == NULL)
+		next = (fsync_f) dlsym(RTLD_NEXT, "fsync");
+	if (base == NULL || fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode))
+		return next(fd);
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	len = readlink(link, path, sizeof(path) - 1);
+	cwdlen = readlink("/proc/self/cwd", cwd, sizeof(cwd) - 1);
+	if (len <= 0 || len != cwdlen || memcmp(path, cwd, len) != 0)
+		return next(fd);
+	snprintf(path, sizeof(path), "%s.dirsync", base);
+	if (access(path, F_OK) == 0)
+	{
+		errno = EIO;
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s.dirsynced", base);
+	{
+		FILE	   *f = fopen(path, "a");
+
+		if (f != NULL)
+		{
+			fprintf(f, "%d\n", (int) getpid());
+			fclose(f);
+		}
+	}
+	return next(fd);
+}
+
 PWRITE_SHIM(pwrite)
 PWRITE_SHIM(pwrite64)
 PREAD_SHIM(pread)
@@ -107,10 +160,37 @@ sub start_node
 sub switch_on  { my ($what) = @_; open my $fh, '>', "$switch.$what" or die $!; close $fh; return }
 sub switch_off { my ($what) = @_; unlink "$switch.$what"; return }
 
+# 0. The first write makes the state file, and the fsync of the data
+#    directory that puts the file's entry on disk fails: no ID comes
+#    from that lease.  Once fsyncs work again, a later write fsyncs the
+#    directory before IDs come, although it finds the file there.
+# (the harness's nodes run with fsync = off, which skips every fsync)
+$node->append_conf('postgresql.conf', 'fsync = on');
+switch_on('dirsync');
 start_node();
+$node->safe_psql('postgres', 'CREATE EXTENSION flakeid');
+my ($ret, $out, $err, $state) = psql_state($node, 'SELECT nextflake()');
+isnt($ret, 0, 'with the data directory failing its fsync, the first lease gives no ID');
+like($err, qr/flakeid/, 'the error is flakeid\'s') or diag($err);
+ok(-e $node->data_dir . '/flakeid.state', 'the state file was made');
+unlink "$switch.dirsynced";
+switch_off('dirsync');
+ok( wait_until(
+		sub {
+			my ($r) = psql_state($node, 'SELECT nextflake()');
+			$r == 0;
+		},
+		60),
+	'with fsyncs working again, IDs come');
+my $worker = $node->safe_psql('postgres',
+	q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'flakeid lease worker'});
+my @synced = -e "$switch.dirsynced" ? split(/\n/, slurp_file("$switch.dirsynced")) : ();
+ok((grep { $_ eq $worker } @synced),
+	'before that, the lease worker fsync\'d the data directory, although the file was there')
+  or diag("lease worker $worker; data directory fsync'd by: @synced");
+
 $node->safe_psql(
 	'postgres', q{
-CREATE EXTENSION flakeid;
 CREATE TABLE ids (id flakeid NOT NULL, phase int NOT NULL);
 CREATE PROCEDURE generate_until_error(ph int, n int)
 LANGUAGE plpgsql AS $$
@@ -127,7 +207,7 @@ my $ms_of    = "(id::bigint >> $low_bits)";
 
 # 1. Writes stop short while a session generates, committing each ID.
 switch_on('write');
-my ($ret, $out, $err, $state) =
+($ret, $out, $err, $state) =
   psql_state($node, 'CALL generate_until_error(1, 5000000)');
 isnt($ret, 0, 'with writes stopping short, generation stops');
 is($state, '53100', 'with the disk-full SQLSTATE') or diag($err);
@@ -179,6 +259,56 @@ is( $node->safe_psql(
 SELECT count(*) FROM ids a WHERE phase = 3 AND EXISTS (SELECT FROM ids b WHERE b.phase < 3 AND b.id >= a.id)}),
 	0,
 	'after a clean and a crash restart, every ID is above every earlier one');
+
+# 4. Writes stop short while flakeid_accept_layout() writes the lease of
+#    a new layout: the accept fails with the disk-full error, and the
+#    layout is not taken; with the disk back, the same server accepts it.
+#    The lease went to WAL first: after a crash that followed such a
+#    failed accept, and a commit that flushed the WAL behind it, recovery
+#    replays the new layout's lease, and IDs under it are above every
+#    earlier one.
+sub phase_above_all
+{
+	my ($phase, $name) = @_;
+	$node->safe_psql('postgres',
+		"INSERT INTO ids SELECT nextflake(), $phase FROM generate_series(1, 1000)");
+	is( $node->safe_psql(
+			'postgres', qq{
+SELECT count(*) FROM ids a WHERE phase = $phase AND EXISTS (SELECT FROM ids b WHERE b.phase < $phase AND b.id >= a.id)}),
+		0, $name);
+	return;
+}
+$node->stop;
+$node->append_conf('postgresql.conf', 'flakeid.node_bits = 12');
+start_node();
+fails_with($node, 'SELECT nextflake()', '55000', 'node_bits 10 -> 12: the new layout waits to be accepted');
+switch_on('write');
+$err = fails_with($node, 'SELECT flakeid_accept_layout()', '53100',
+	'accepting the layout with writes stopping short');
+like($err, qr/could not write flakeid state file "flakeid\.state": No space left on device\n.*DETAIL:  The new layout's lease went to the write-ahead log first.*\n.*HINT:  Make the state file writable, then run flakeid_accept_layout\(\) again\./s,
+	'the error names the file and a full disk, and says what the WAL holds');
+fails_with($node, 'SELECT nextflake()', '55000', 'after the failed accept, the layout is not taken');
+is($node->safe_psql('postgres', 'SELECT node_bits FROM flakeid_status()'),
+	'10', 'flakeid_status() shows the recorded layout');
+switch_off('write');
+is($node->safe_psql('postgres', 'SELECT flakeid_accept_layout()'),
+	't', 'with writes whole again, the same server accepts the layout');
+phase_above_all(4, 'IDs under the accepted layout are above every earlier one');
+
+$node->stop;
+$node->adjust_conf('postgresql.conf', 'flakeid.node_bits', '14');
+start_node();
+fails_with($node, 'SELECT nextflake()', '55000', 'node_bits 12 -> 14: the new layout waits to be accepted');
+switch_on('write');
+fails_with($node, 'SELECT flakeid_accept_layout()', '53100',
+	'accepting node_bits 14 with writes stopping short');
+$node->safe_psql('postgres', 'CREATE TABLE flushed ()');
+crash_node($node);
+switch_off('write');
+start_node();
+is($node->safe_psql('postgres', 'SELECT node_bits FROM flakeid_status()'),
+	'14', 'after a crash, recovery replayed the lease of the failed accept: node_bits 14');
+phase_above_all(5, 'IDs under the replayed layout are above every earlier one');
 is($node->safe_psql('postgres', 'SELECT count(*) - count(DISTINCT id) FROM ids'),
 	0, 'no ID was issued twice');
 

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * decode.c
- *	  Taking an ID apart, and the smallest ID of a moment.
+ *	  Taking an ID apart (the decode functions), and the smallest ID of a
+ *	  moment (flakeid_from_timestamp()).
  *
  * These functions depend only on an ID and the server's layout: the one
  * the generator records (see FlakeDecodeLayout()), or the settings where

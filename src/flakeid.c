@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * flakeid.c
- *	  Module entry point.
+ *	  Module entry point: _PG_init() calls one init per area, and nothing
+ *	  calls it.
  *
  * The library always defines its parameters, so that the type's I/O and
  * the decode functions work whether or not it is preloaded.  Only when it

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * lease.c
- *	  Extending the time lease, setting a floor, and accepting a new
- *	  layout: the ways a lease is made, each durable before anything is
- *	  issued under it.
+ *	  Extending the time lease (renewal), setting a floor and accepting a
+ *	  new layout (flakeid_accept_layout()): the ways a lease is made, each
+ *	  durable before anything is issued under it; flakeid_state_file().
  *
  * No ID is issued with a millisecond at or past the lease end that is
  * durable: in WAL and flushed (when the library is preloaded), and in the

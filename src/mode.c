@@ -9,8 +9,9 @@
  * through flakeid's resource manager.  Without preloading, PostgreSQL 17
  * and later keep the generator in the dynamic shared memory registry and a
  * backend starts the lease worker on demand; older versions cannot share
- * a generator at all.  Every other file asks these questions instead of
- * testing the mode or the version itself.
+ * a generator at all.  Every other file asks these questions
+ * (FlakeCanLogLease(), FlakeLayoutFixed(), ...) instead of testing the
+ * mode or the version itself.
  *
  *-------------------------------------------------------------------------
  */

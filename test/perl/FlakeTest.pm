@@ -17,7 +17,7 @@ use Time::HiRes qw(time usleep);
 our @EXPORT = qw(
   flake_node psql_as psql_state sqlstate_of fails_with start_fails
   settings_locked status_of state_file_copies lease_on_disk ids_unique ids_increasing
-  increasing_sql tick_sql wait_until start_pgbench insert_together
+  increasing_sql tick_sql wait_until ids_come_again start_pgbench insert_together
   CLOCKED_TABLE_SQL insert_clocked calls_ended_before ids_at_their_clock
   check_two_primaries two_primaries_digest_sql run_timeout
   FLAKE_LOW_BITS THROUGH_PROMOTION_SQL
@@ -382,6 +382,15 @@ sub wait_until
 		usleep(int(($interval // 0.1) * 1_000_000));
 	}
 	return $result;
+}
+
+# Run $sql (default: one nextflake()) on $node until it succeeds, for at
+# most $timeout seconds: whether IDs come again after a fault ends.
+sub ids_come_again
+{
+	my ($node, $timeout, $sql) = @_;
+	return wait_until(sub { (psql_state($node, $sql // 'SELECT nextflake()'))[0] == 0 },
+		$timeout);
 }
 
 # Start pgbench in the background on a script of one SQL line; returns the

@@ -67,12 +67,7 @@ my $s1_end = lease_on_disk($standby);
 cmp_ok($ms, '<', $s1_end, "its millisecond is below the lease s1 has ($s1_end)") if defined $ms;
 
 kill('CONT', $worker);
-ok( wait_until(
-		sub {
-			my ($r) = psql_state($primary, 'SELECT nextflake()');
-			$r == 0;
-		},
-		30),
+ok(ids_come_again($primary, 30),
 	'with the worker running again, calls get IDs');
 
 $standby->stop;

@@ -197,12 +197,7 @@ like($err, qr/timed out waiting for the synchronous standbys/, 'the message name
 stand_clock(undef);
 kill('CONT', $worker);
 kill('CONT', $receiver);
-ok( wait_until(
-		sub {
-			my ($r) = psql_state($primary, 'SELECT nextflake()');
-			$r == 0;
-		},
-		60),
+ok(ids_come_again($primary, 60),
 	'with s1 streaming and the worker running again, calls get IDs');
 ids_unique($primary,
 	'SELECT nextflake() AS id FROM generate_series(1, 1000)',

@@ -175,12 +175,7 @@ like($err, qr/flakeid/, 'the error is flakeid\'s') or diag($err);
 ok(-e $node->data_dir . '/flakeid.state', 'the state file was made');
 unlink "$switch.dirsynced";
 switch_off('dirsync');
-ok( wait_until(
-		sub {
-			my ($r) = psql_state($node, 'SELECT nextflake()');
-			$r == 0;
-		},
-		60),
+ok(ids_come_again($node, 60),
 	'with fsyncs working again, IDs come');
 my $worker = $node->safe_psql('postgres',
 	q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'flakeid lease worker'});
@@ -236,12 +231,7 @@ switch_off('read');
 
 # 3. The disk is back.
 switch_off('write');
-ok( wait_until(
-		sub {
-			my ($r) = psql_state($node, 'INSERT INTO ids SELECT nextflake(), 2');
-			$r == 0;
-		},
-		60),
+ok(ids_come_again($node, 60, 'INSERT INTO ids SELECT nextflake(), 2'),
 	'with writes whole again, IDs come again');
 ok( wait_until(
 		sub { (grep { $_->{valid} eq 't' } state_file_copies($node)) == 2 }, 30),

@@ -1498,8 +1498,12 @@ my %fault_subs;
 		if ($before)
 		{
 			my $lsn = admin($primary, 'SELECT pg_current_wal_lsn()') // return 'failed';
-			my $segment = admin($primary, "SELECT pg_walfile_name('$lsn')") // return 'failed';
-			# the point's WAL archived before the primary goes
+			# the segment that holds the record at the point: at a segment's
+			# boundary pg_walfile_name() names the one before
+			my $segment = admin($primary, "SELECT pg_walfile_name('$lsn'::pg_lsn + 1)") // return 'failed';
+			# a record at the point, and its WAL archived before the primary
+			# goes (a switch right after the last one switches nothing)
+			admin($primary, "SELECT pg_create_restore_point('campaign')");
 			admin($primary, 'SELECT pg_switch_wal()');
 			wait_until(sub { -e "$archive/$segment" }, 30) or return "$segment not archived";
 			$target = "recovery_target_lsn = '$lsn'";

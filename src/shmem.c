@@ -455,7 +455,7 @@ static bool
 FlakeWriteLease(FlakeShared *s, const FlakeLease *lease, bool is_floor)
 {
 	pg_atomic_fetch_add_u64(&s->file_writes, 1);
-	if (!FlakeStateFileWrite(lease, s->serial + 1))
+	if (!FlakeStateFileWrite(lease, s->serial + 1, &s->file_entry))
 	{
 		int			save_errno = errno;
 

@@ -117,6 +117,7 @@ typedef struct FlakeShared
 	FlakeLease	recorded;		/* the newest lease, on disk unless behind */
 	bool		file_behind;	/* recorded was replayed, not yet written */
 	uint64		serial;			/* of the newest record on disk */
+	FlakeFileEntry file_entry;	/* the file whose entry is on disk */
 	bool		changing;		/* a node id or layout is being adopted */
 	bool		accepting;		/* flakeid_accept_layout() is at work */
 	bool		lease_failing;	/* the last write of the file failed */

@@ -27,6 +27,7 @@
 #include "postgres.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "port/pg_crc32c.h"
@@ -75,13 +76,6 @@ static const int slot_offset[FLAKE_FILE_SLOTS] = {0, 4096, 512};
 
 /* Whether the version 1 copy was wiped by this process already. */
 static bool v1_copy_wiped = false;
-
-/*
- * Whether this process has fsync'd the data directory after writing the
- * file.  Not only a write that creates the file: one that created it may
- * have failed that fsync, and a later write finds the file there.
- */
-static bool directory_synced = false;
 
 /* The CRC of the first len bytes of a record. */
 static pg_crc32c
@@ -287,17 +281,35 @@ WipeV1Copy(int fd)
 }
 
 /*
+ * Whether the data directory must be fsync'd for the file st describes to
+ * be found after a crash: it is empty (this write makes it), or it is not
+ * the file whose entry was fsync'd last (made anew or put in place since,
+ * by this process or another), or that fsync failed.
+ */
+static bool
+EntryNeedsSync(const struct stat *st, const FlakeFileEntry *entry)
+{
+	return st->st_size == 0 || !entry->synced ||
+		st->st_dev != entry->dev || st->st_ino != entry->ino;
+}
+
+/*
  * Write a lease with the given serial into both copies, each fsync'd
- * before the next is written.  Returns false with errno set on failure;
- * then neither the lease nor anything above the previous one may be used.
+ * before the next is written, then the data directory where the file's
+ * entry may not be on disk (entry says; the caller's lock protects it).
+ * Returns false with errno set on failure; then neither the lease nor
+ * anything above the previous one may be used.
  */
 bool
-FlakeStateFileWrite(const FlakeLease *lease, uint64 serial)
+FlakeStateFileWrite(const FlakeLease *lease, uint64 serial,
+					FlakeFileEntry *entry)
 {
 	char		buf[FLAKE_RECORD_SIZE];
 	FlakeRecord rec;
 	int			fd;
 	bool		ok;
+	struct stat st;
+	bool		sync_directory = false;
 
 	memset(&rec, 0, sizeof(rec));
 	rec.magic = FLAKE_RECORD_MAGIC;
@@ -311,9 +323,14 @@ FlakeStateFileWrite(const FlakeLease *lease, uint64 serial)
 	fd = BasicOpenFile(FLAKE_STATE_FILE, O_RDWR | O_CREAT | PG_BINARY);
 	if (fd < 0)
 		return false;
-	ok = WriteSlot(fd, FLAKE_SLOT_FIRST, buf) &&
-		WriteSlot(fd, FLAKE_SLOT_SECOND, buf) &&
-		WipeV1Copy(fd);
+	ok = fstat(fd, &st) == 0;
+	if (ok)
+	{
+		sync_directory = EntryNeedsSync(&st, entry);
+		ok = WriteSlot(fd, FLAKE_SLOT_FIRST, buf) &&
+			WriteSlot(fd, FLAKE_SLOT_SECOND, buf) &&
+			WipeV1Copy(fd);
+	}
 	if (!ok)
 	{
 		int			save_errno = errno;
@@ -323,12 +340,15 @@ FlakeStateFileWrite(const FlakeLease *lease, uint64 serial)
 		return false;
 	}
 	close(fd);
-	/* the file's directory entry must be on disk too */
-	if (!directory_synced)
+	if (sync_directory)
 	{
+		/* until it is done, every write must try it */
+		entry->synced = false;
 		if (fsync_fname_ext(".", true, false, LOG) != 0)
 			return false;
-		directory_synced = true;
+		entry->synced = true;
+		entry->dev = st.st_dev;
+		entry->ino = st.st_ino;
 	}
 	return true;
 }

@@ -9,6 +9,8 @@
 #ifndef FLAKEID_STATEFILE_H
 #define FLAKEID_STATEFILE_H
 
+#include <sys/types.h>
+
 #include "record.h"
 
 #define FLAKE_STATE_FILE		"flakeid.state"
@@ -33,11 +35,25 @@ typedef struct FlakeFileCopy
 	FlakeLease	lease;
 } FlakeFileCopy;
 
+/*
+ * The state file whose directory entry was last fsync'd, by any process:
+ * kept in shared memory, under the lock that serialises writes of the
+ * file.  A file made or replaced since, or a directory fsync that failed,
+ * makes the next write fsync the data directory again.
+ */
+typedef struct FlakeFileEntry
+{
+	bool		synced;			/* dev and ino name the file fsync'd */
+	dev_t		dev;
+	ino_t		ino;
+} FlakeFileEntry;
+
 /* The places a copy can be: two of the current format, one older. */
 #define FLAKE_FILE_SLOTS		3
 
 extern FlakeFileStatus FlakeStateFileRead(FlakeLease *lease, uint64 *serial);
 extern int	FlakeStateFileCopies(FlakeFileCopy *copies);
-extern bool FlakeStateFileWrite(const FlakeLease *lease, uint64 serial);
+extern bool FlakeStateFileWrite(const FlakeLease *lease, uint64 serial,
+								FlakeFileEntry *entry);
 
 #endif							/* FLAKEID_STATEFILE_H */

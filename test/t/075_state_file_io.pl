@@ -1,12 +1,15 @@
 # The state file fails after it opened: a write that stops short (a full
-# disk), a read that fails (EIO) and a failing fsync of the data
-# directory, through a small preload library that acts on flakeid.state
-# and the data directory alone while a switch file exists.  015 makes
+# disk), a read or fstat() that fails (EIO) and a failing fsync of the
+# data directory, through a small preload library that acts on
+# flakeid.state and the data directory alone while a switch file exists.  015 makes
 # the file unwritable at open; here the open succeeds and the write or
 # read fails.
 #
 # 0. The fsync of the data directory fails after the first write made
 #    the file: no ID comes until a later write fsyncs the directory.
+#    The file deleted while the server runs, replaced by a copy, or
+#    truncated while that fsync fails: a later write fsyncs the directory
+#    again; otherwise none does.
 # 1. Writes stop short while a session generates: generation stops with
 #    the disk-full error (53100) once the lease on disk runs out, and no
 #    ID reaches the lease of any valid copy on disk: the copy written
@@ -21,6 +24,7 @@
 use strict;
 use warnings;
 
+use File::Copy;
 use FlakeFault;
 use FlakeTest;
 use PostgreSQL::Test::Cluster;
@@ -142,10 +146,29 @@ fsync(int fd)
 	return next(fd);
 }
 
+/* An fstat() that fails, as on a failing disk. */
+#define FSTAT_SHIM(fname, stat_type) \
+int \
+fname(int fd, stat_type *st) \
+{ \
+	static int	(*next) (int, stat_type *); \
+\
+	if (next == NULL) \
+		next = (int (*) (int, stat_type *)) dlsym(RTLD_NEXT, #fname); \
+	if (failing(fd, "stat")) \
+	{ \
+		errno = EIO; \
+		return -1; \
+	} \
+	return next(fd, st); \
+}
+
 PWRITE_SHIM(pwrite)
 PWRITE_SHIM(pwrite64)
 PREAD_SHIM(pread)
 PREAD_SHIM(pread64)
+FSTAT_SHIM(fstat, struct stat)
+FSTAT_SHIM(fstat64, struct stat64)
 EOC
 
 my $node = flake_node('io', quiet => 1, node_id => 75);
@@ -183,6 +206,67 @@ my @synced = -e "$switch.dirsynced" ? split(/\n/, slurp_file("$switch.dirsynced"
 ok((grep { $_ eq $worker } @synced),
 	'before that, the lease worker fsync\'d the data directory, although the file was there')
   or diag("lease worker $worker; data directory fsync'd by: @synced");
+
+# Whether the lease worker fsyncs the data directory within $seconds
+# while a session generates (and so the worker renews the lease).
+sub worker_syncs_directory
+{
+	my ($seconds) = @_;
+	unlink "$switch.dirsynced";
+	my $deadline = time + $seconds;
+	while (time < $deadline)
+	{
+		$node->psql('postgres',
+			'SELECT count(nextflake()) FROM generate_series(1, 1000)');
+		return 1
+		  if -e "$switch.dirsynced"
+		  && grep { $_ eq $worker } split(/\n/, slurp_file("$switch.dirsynced"));
+		select(undef, undef, undef, 0.05);
+	}
+	return 0;
+}
+my $state_file = $node->data_dir . '/flakeid.state';
+ok(!worker_syncs_directory(3),
+	'with the file\'s entry on disk, the renewals do not fsync the data directory');
+unlink $state_file or die "unlink $state_file: $!";
+ok(worker_syncs_directory(20),
+	'the state file deleted while the server runs: the write that makes it again fsyncs the data directory');
+ok(-s $state_file, 'and the file is there again');
+copy($state_file, "$state_file.copy") or die "copy: $!";
+rename("$state_file.copy", $state_file) or die "rename: $!";
+ok(worker_syncs_directory(20),
+	'the state file replaced by a copy: the next write fsyncs the data directory');
+
+# The file truncated to empty, which a write cannot tell from a file it
+# made, while the data directory fails its fsync: generation stops; with
+# fsyncs working again the next write fsyncs the directory, although the
+# file is the one whose entry an earlier write fsync'd, and has records.
+sub generation_stops
+{
+	for (1 .. 200)
+	{
+		my ($rc) = $node->psql('postgres',
+			'SELECT count(nextflake()) FROM generate_series(1, 1000)');
+		return 1 if $rc != 0;
+		select(undef, undef, undef, 0.1);
+	}
+	return 0;
+}
+switch_on('dirsync');
+truncate($state_file, 0) or die "truncate $state_file: $!";
+ok(generation_stops(),
+	'the state file truncated, with the data directory failing its fsync: generation stops');
+switch_off('dirsync');
+ok(worker_syncs_directory(20),
+	'with fsyncs working again, the next write fsyncs the data directory');
+ok(ids_come_again($node, 60), 'and IDs come again');
+
+# fstat() of the open state file fails: the write fails, and generation
+# stops until it works again.
+switch_on('stat');
+ok(generation_stops(), 'fstat() of the state file failing: generation stops');
+switch_off('stat');
+ok(ids_come_again($node, 60), 'with fstat() working again, IDs come again');
 
 $node->safe_psql(
 	'postgres', q{
@@ -281,6 +365,7 @@ fails_with($node, 'SELECT nextflake()', '55000', 'after the failed accept, the l
 is($node->safe_psql('postgres', 'SELECT node_bits FROM flakeid_status()'),
 	'10', 'flakeid_status() shows the recorded layout');
 switch_off('write');
+
 is($node->safe_psql('postgres', 'SELECT flakeid_accept_layout()'),
 	't', 'with writes whole again, the same server accepts the layout');
 phase_above_all(4, 'IDs under the accepted layout are above every earlier one');

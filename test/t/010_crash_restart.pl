@@ -202,6 +202,48 @@ ok( wait_until(
 is($not_above, 0, 'after the backend crash no ID is <= the maximum before it');
 is($ok_calls, 1000, 'and every call returned IDs') or diag($other_error // '');
 
+# Phase 5: the state file falls behind the WAL (read-only while the lease
+# worker logs renewals), the server crashes and restarts with the clock
+# an hour behind.  Once the file is writable the lease worker writes a
+# floor above the replayed lease, on the same timeline: no promotion, so
+# a call that would wait for the clock fails with the clock error, not
+# the promotion floor's.
+my $state_file = $node->data_dir . '/flakeid.state';
+$node->safe_psql('postgres',
+	'INSERT INTO ids SELECT nextflake(), 5 FROM generate_series(1, 1000)');
+chmod 0444, $state_file or die "chmod $state_file: $!";
+ok( wait_until(
+		sub { (psql_state($node, 'SELECT nextflake()'))[3] eq '42501' }, 20,
+		0.1),
+	'with the state file read-only, the lease runs out');
+$before = status_of($node);
+$pre_max = $node->safe_psql('postgres',
+	"SELECT greatest(max(id)::bigint, $before->{last_id}) FROM ids");
+crash_node($node);
+start_faked($node, '-1h');
+is($node->safe_psql('postgres', 'SELECT state FROM flakeid_status()'),
+	'state file behind', 'after the crash the state file is behind the WAL');
+chmod 0600, $state_file or die "chmod $state_file: $!";
+ok( wait_until(
+		sub {
+			$node->safe_psql('postgres', 'SELECT state FROM flakeid_status()') eq
+			  'ready';
+		},
+		20),
+	'once the file is writable, the lease worker writes the floor');
+($ret, $out, $err, $state) = psql_state($node,
+	"SET statement_timeout = '30s';\nSELECT nextflake();");
+is($state, '58000',
+	'after a floor on the same timeline, the clock set back fails with 58000');
+like($err, qr/system clock is \d+ ms behind the last flakeid issued/,
+	'the error says the clock is behind, not that a promotion floor is ahead');
+($ok_calls, $not_above, $clock_errors, $other_errors, $other_error) =
+  split /\|/,
+  $node->safe_psql('postgres', "SELECT * FROM probe(200, $pre_max, 5)"), -1;
+is($not_above, 0, 'no ID after the floor is <= the maximum before the crash');
+is($other_errors, 0, 'and no call failed with another error')
+  or diag($other_error);
+
 ids_unique($node, 'SELECT id FROM ids', 'all phases');
 
 $node->stop;

@@ -1,0 +1,215 @@
+/*
+ * Which standbys the confirmation counts (FlakeConfirmCheck() in
+ * src/confirm.c), read from a WAL sender array made here: only the
+ * max_wal_senders slots of the array, never the memory on either side of
+ * it, which is filled with what a streaming synchronous standby that has
+ * every lease record looks like; only streaming standbys with a priority;
+ * FIRST n among the n of highest priority, ANY n the n-th highest flush
+ * position; fewer connected than a commit waits for confirm nothing; and
+ * a reading of the worker's that is not trusted asks every named standby.
+ * The lock and memory functions of the server are stubs: one process.
+ */
+#include "postgres.h"
+
+#include <stdio.h>
+
+#include "../../src/confirm.c"
+
+WalSndCtlData *WalSndCtl = NULL;
+int			max_wal_senders = 0;
+SyncRepConfigData *SyncRepConfig = NULL;
+MemoryContext TopMemoryContext = NULL;
+
+bool
+LWLockAcquire(LWLock *lock, LWLockMode mode)
+{
+	(void) lock;
+	(void) mode;
+	return true;
+}
+
+void
+LWLockRelease(LWLock *lock)
+{
+	(void) lock;
+}
+
+void
+LWLockInitialize(LWLock *lock, int tranche_id)
+{
+	(void) lock;
+	(void) tranche_id;
+}
+
+void *
+MemoryContextAlloc(MemoryContext context, Size size)
+{
+	(void) context;
+	return calloc(1, size);
+}
+
+int
+s_lock(volatile slock_t *lock, const char *file, int line, const char *func)
+{
+	(void) lock;
+	(void) file;
+	(void) line;
+	(void) func;
+	printf("Bail out! a WAL sender's spinlock was held\n");
+	exit(2);
+}
+
+#define SLOTS	4
+
+static int	failures = 0;
+static int	checks = 0;
+static FlakeConfirm confirm;
+static WalSnd *before_array;
+static WalSnd *after_array;
+static int64 now = 100000;
+
+static void
+expect(int64 got, int64 want, const char *what)
+{
+	checks++;
+	if (got != want)
+	{
+		failures++;
+		printf("not ok %d - %s: confirmed end %lld, expected %lld\n", checks, what,
+			   (long long) got, (long long) want);
+	}
+	else
+		printf("ok %d - %s\n", checks, what);
+}
+
+/* A slot as a walsender in the given state fills it. */
+static void
+set_slot(WalSnd *w, pid_t pid, WalSndState state, int priority, XLogRecPtr flush)
+{
+	SpinLockInit(&w->mutex);
+	w->pid = pid;
+	w->state = state;
+	w->sync_standby_priority = priority;
+	w->flush = flush;
+}
+
+static void
+clear_slots(void)
+{
+	for (int i = 0; i < SLOTS; i++)
+		set_slot(&WalSndCtl->walsnds[i], 0, WALSNDSTATE_STARTUP, 0, InvalidXLogRecPtr);
+}
+
+/* The worker read synchronous_standby_names as num_sync and method. */
+static void
+configure(int num_sync, int method)
+{
+	SyncRepConfig->num_sync = num_sync;
+	SyncRepConfig->syncrep_method = method;
+	FlakeConfirmPublishConfig(&confirm);
+	FlakeConfirmStandBy(&confirm, now);
+}
+
+static int64
+checked_end(void)
+{
+	now++;
+	(void) FlakeConfirmCheck(&confirm, now);
+	return FlakeConfirmedEnd(&confirm);
+}
+
+int
+main(void)
+{
+	char	   *memory;
+	Size		header = offsetof(WalSndCtlData, walsnds);
+
+	/*
+	 * One slot's worth of memory before the array (and its header), one
+	 * after it.
+	 */
+	memory = calloc(1, sizeof(WalSnd) + header + sizeof(WalSnd) * (SLOTS + 1));
+	WalSndCtl = (WalSndCtlData *) (memory + sizeof(WalSnd));
+	before_array = (WalSnd *) ((char *) WalSndCtl + header - sizeof(WalSnd));
+	after_array = (WalSnd *) ((char *) WalSndCtl + header + sizeof(WalSnd) * SLOTS);
+	max_wal_senders = SLOTS;
+	SyncRepConfig = calloc(1, sizeof(SyncRepConfigData) + 16);
+
+	FlakeConfirmInit(&confirm, 0);
+	FlakeConfirmRecord(&confirm, 1000, 5000);
+	FlakeConfirmRecord(&confirm, 2000, 6000);
+	FlakeConfirmRecord(&confirm, 3000, 7000);
+
+	configure(1, SYNC_REP_PRIORITY);
+	clear_slots();
+	set_slot(before_array, 4242, WALSNDSTATE_STREAMING, 1, 3000);
+	set_slot(after_array, 4243, WALSNDSTATE_STREAMING, 1, 3000);
+	expect(checked_end(), 0,
+		   "no standby in the array: what lies before and after it is not read");
+
+	set_slot(&WalSndCtl->walsnds[2], 101, WALSNDSTATE_STREAMING, 1, 2000);
+	expect(checked_end(), 6000, "FIRST 1: the one streaming standby's flush");
+
+	set_slot(&WalSndCtl->walsnds[2], 101, WALSNDSTATE_CATCHUP, 1, 2000);
+	expect(checked_end(), 0, "a standby that is catching up confirms nothing");
+
+	set_slot(&WalSndCtl->walsnds[2], 101, WALSNDSTATE_STREAMING, 0, 2000);
+	expect(checked_end(), 0, "a standby without a priority (not named) confirms nothing");
+
+	set_slot(&WalSndCtl->walsnds[2], 101, WALSNDSTATE_STOPPING, 1, 1000);
+	expect(checked_end(), 5000, "a stopping standby still counts");
+
+	set_slot(&WalSndCtl->walsnds[2], 101, WALSNDSTATE_STREAMING, 1, 999);
+	expect(checked_end(), 0, "a flush short of the first record's end confirms nothing");
+
+	/* FIRST n: the n connected standbys of highest priority */
+	set_slot(&WalSndCtl->walsnds[0], 100, WALSNDSTATE_STREAMING, 2, 3000);
+	set_slot(&WalSndCtl->walsnds[2], 101, WALSNDSTATE_STREAMING, 1, 2000);
+	set_slot(&WalSndCtl->walsnds[3], 103, WALSNDSTATE_STREAMING, 3, 1000);
+	configure(1, SYNC_REP_PRIORITY);
+	expect(checked_end(), 6000, "FIRST 1 counts the standby of priority 1 alone");
+	configure(2, SYNC_REP_PRIORITY);
+	expect(checked_end(), 6000,
+		   "FIRST 2 counts the lesser flush of priorities 1 and 2, not priority 3's");
+	set_slot(&WalSndCtl->walsnds[2], 0, WALSNDSTATE_STARTUP, 0, InvalidXLogRecPtr);
+	expect(checked_end(), 5000,
+		   "FIRST 2 with priority 1 gone counts priorities 2 and 3");
+	set_slot(&WalSndCtl->walsnds[3], 0, WALSNDSTATE_STARTUP, 0, InvalidXLogRecPtr);
+	expect(checked_end(), 0, "FIRST 2 with one standby connected confirms nothing");
+
+	/* ANY n: the n-th highest flush of all named standbys */
+	clear_slots();
+	set_slot(&WalSndCtl->walsnds[0], 100, WALSNDSTATE_STREAMING, 1, 3000);
+	set_slot(&WalSndCtl->walsnds[1], 102, WALSNDSTATE_STREAMING, 1, 1000);
+	set_slot(&WalSndCtl->walsnds[3], 103, WALSNDSTATE_STREAMING, 1, 2000);
+	configure(2, SYNC_REP_QUORUM);
+	expect(checked_end(), 6000, "ANY 2 counts the second highest flush");
+	configure(3, SYNC_REP_QUORUM);
+	expect(checked_end(), 5000, "ANY 3 counts the third highest flush");
+	configure(1, SYNC_REP_QUORUM);
+	expect(checked_end(), 7000, "ANY 1 counts the highest flush");
+	set_slot(&WalSndCtl->walsnds[0], 0, WALSNDSTATE_STARTUP, 0, InvalidXLogRecPtr);
+	configure(3, SYNC_REP_QUORUM);
+	expect(checked_end(), 0, "ANY 3 with two standbys connected confirms nothing");
+
+	/*
+	 * A reading the worker has not stood by lately is not trusted: every
+	 * named standby must have the lease, whatever the number and method.
+	 */
+	set_slot(&WalSndCtl->walsnds[0], 100, WALSNDSTATE_STREAMING, 1, 3000);
+	configure(1, SYNC_REP_QUORUM);
+	now += FLAKE_CONFIG_FRESH_MS - 2;
+	expect(checked_end(), 7000,
+		   "a reading stood by FLAKE_CONFIG_FRESH_MS - 1 ms ago is trusted");
+	expect(checked_end(), 5000,
+		   "one stood by FLAKE_CONFIG_FRESH_MS ago is not: the least flush of all named");
+	configure(1, SYNC_REP_QUORUM);
+	expect(checked_end(), 7000, "the same reading, stood by again, is trusted");
+	SyncRepConfig->syncrep_method = SYNC_REP_PRIORITY;
+	expect(checked_end(), 5000,
+		   "a reading that differs from this process's own: the least flush of all named");
+
+	printf("1..%d\n", checks);
+	printf("%d passed, %d failed\n", checks - failures, failures);
+	return failures > 0;
+}

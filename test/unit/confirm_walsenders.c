@@ -5,8 +5,11 @@
  * it, which is filled with what a streaming synchronous standby that has
  * every lease record looks like; only streaming standbys with a priority;
  * FIRST n among the n of highest priority, ANY n the n-th highest flush
- * position; fewer connected than a commit waits for confirm nothing; and
- * a reading of the worker's that is not trusted asks every named standby.
+ * position; fewer connected than a commit waits for confirm nothing; a
+ * reading of the worker's that is not trusted asks every named standby;
+ * of the lease records, only those flushed to their end count, and of
+ * the dropped ones only the newest; and a call checks again only once the
+ * last check is FLAKE_CONFIRM_FRESH_MS old.
  * The lock and memory functions of the server are stubs: one process.
  */
 #include "postgres.h"
@@ -77,6 +80,19 @@ expect(int64 got, int64 want, const char *what)
 		failures++;
 		printf("not ok %d - %s: confirmed end %lld, expected %lld\n", checks, what,
 			   (long long) got, (long long) want);
+	}
+	else
+		printf("ok %d - %s\n", checks, what);
+}
+
+static void
+expect_bool(bool got, bool want, const char *what)
+{
+	checks++;
+	if (got != want)
+	{
+		failures++;
+		printf("not ok %d - %s: got %s\n", checks, what, got ? "true" : "false");
 	}
 	else
 		printf("ok %d - %s\n", checks, what);
@@ -208,6 +224,50 @@ main(void)
 	SyncRepConfig->syncrep_method = SYNC_REP_PRIORITY;
 	expect(checked_end(), 5000,
 		   "a reading that differs from this process's own: the least flush of all named");
+
+	/*
+	 * Of more than FLAKE_CONFIRM_RECORDS records the newest dropped one
+	 * still counts, the older ones not: a standby that far behind
+	 * confirms less than it has, never more.
+	 */
+	FlakeConfirmReset(&confirm);
+	expect(checked_end(), 0, "after a reset no record counts");
+	for (int k = 1; k <= FLAKE_CONFIRM_RECORDS + 6; k++)
+		FlakeConfirmRecord(&confirm, 100 * k, 1000 * k);
+	clear_slots();
+	configure(1, SYNC_REP_PRIORITY);
+	set_slot(&WalSndCtl->walsnds[1], 102, WALSNDSTATE_STREAMING, 1, 599);
+	expect(checked_end(), 0, "the records dropped before the newest dropped one do not count");
+	set_slot(&WalSndCtl->walsnds[1], 102, WALSNDSTATE_STREAMING, 1, 600);
+	expect(checked_end(), 6000, "the newest dropped record counts once flushed");
+	set_slot(&WalSndCtl->walsnds[1], 102, WALSNDSTATE_STREAMING, 1, 699);
+	expect(checked_end(), 6000, "a record flushed short of its end does not count");
+	set_slot(&WalSndCtl->walsnds[1], 102, WALSNDSTATE_STREAMING, 1, 100 * (FLAKE_CONFIRM_RECORDS + 6));
+	expect(checked_end(), 1000 * (FLAKE_CONFIRM_RECORDS + 6), "the newest record counts once flushed");
+
+	/* whether the check says the confirmed end rose */
+	now++;
+	expect_bool(FlakeConfirmCheck(&confirm, now), false,
+				"a check that finds the same end does not say it rose");
+	set_slot(&WalSndCtl->walsnds[1], 102, WALSNDSTATE_STREAMING, 1, 600);
+	expect(checked_end(), 6000, "a standby replaced by one behind: the end falls");
+	set_slot(&WalSndCtl->walsnds[1], 102, WALSNDSTATE_STREAMING, 1, 700);
+	now++;
+	expect_bool(FlakeConfirmCheck(&confirm, now), true,
+				"a check that finds a higher end says it rose");
+
+	/*
+	 * The slow path of a call: a check younger than FLAKE_CONFIRM_FRESH_MS
+	 * is not made again, an older one is.
+	 */
+	set_slot(&WalSndCtl->walsnds[1], 102, WALSNDSTATE_STREAMING, 1, 800);
+	configure(1, SYNC_REP_PRIORITY);
+	expect_bool(FlakeConfirmRecheckCovers(&confirm, 7500, now + FLAKE_CONFIRM_FRESH_MS - 1),
+				false, "a check FLAKE_CONFIRM_FRESH_MS - 1 ms old is not made again");
+	expect(FlakeConfirmedEnd(&confirm), 7000, "so the end stays");
+	expect_bool(FlakeConfirmRecheckCovers(&confirm, 7500, now + FLAKE_CONFIRM_FRESH_MS),
+				true, "a check FLAKE_CONFIRM_FRESH_MS old is made again, and covers");
+	expect(FlakeConfirmedEnd(&confirm), 8000, "with the standby's new flush");
 
 	printf("1..%d\n", checks);
 	printf("%d passed, %d failed\n", checks - failures, failures);

@@ -242,6 +242,9 @@ main(void)
 	expect(checked_end(), 6000, "the newest dropped record counts once flushed");
 	set_slot(&WalSndCtl->walsnds[1], 102, WALSNDSTATE_STREAMING, 1, 699);
 	expect(checked_end(), 6000, "a record flushed short of its end does not count");
+	set_slot(&WalSndCtl->walsnds[1], 102, WALSNDSTATE_STREAMING, 1, 100 * (FLAKE_CONFIRM_RECORDS + 5));
+	expect(checked_end(), 1000 * (FLAKE_CONFIRM_RECORDS + 5),
+		   "the record before the newest counts once flushed: each drop keeps the rest");
 	set_slot(&WalSndCtl->walsnds[1], 102, WALSNDSTATE_STREAMING, 1, 100 * (FLAKE_CONFIRM_RECORDS + 6));
 	expect(checked_end(), 1000 * (FLAKE_CONFIRM_RECORDS + 6), "the newest record counts once flushed");
 

@@ -62,7 +62,7 @@ s_lock(volatile slock_t *lock, const char *file, int line, const char *func)
 	exit(2);
 }
 
-#define SLOTS	4
+#define SLOTS	8
 
 static int	failures = 0;
 static int	checks = 0;
@@ -207,6 +207,50 @@ main(void)
 	set_slot(&WalSndCtl->walsnds[0], 0, WALSNDSTATE_STARTUP, 0, InvalidXLogRecPtr);
 	configure(3, SYNC_REP_QUORUM);
 	expect(checked_end(), 0, "ANY 3 with two standbys connected confirms nothing");
+
+	/*
+	 * Eight standbys, out of order: qsort() sorts seven or more by
+	 * partitioning, fewer by insertion, and each reads the comparisons
+	 * its own way.
+	 */
+	for (int i = 0; i < SLOTS; i++)
+		set_slot(&WalSndCtl->walsnds[i], 200 + i, WALSNDSTATE_STREAMING, SLOTS - i, 3000);
+	set_slot(&WalSndCtl->walsnds[SLOTS - 1], 299, WALSNDSTATE_STREAMING, 1, 1000);
+	set_slot(&WalSndCtl->walsnds[2], 202, WALSNDSTATE_STREAMING, 2, 2000);
+	set_slot(&WalSndCtl->walsnds[SLOTS - 2], 298, WALSNDSTATE_STREAMING, SLOTS - 2, 3000);
+	configure(2, SYNC_REP_PRIORITY);
+	expect(checked_end(), 5000, "FIRST 2 of eight standbys counts priorities 1 and 2");
+	configure(1, SYNC_REP_PRIORITY);
+	expect(checked_end(), 5000, "FIRST 1 of eight standbys counts priority 1");
+	set_slot(&WalSndCtl->walsnds[SLOTS - 1], 299, WALSNDSTATE_STREAMING, 1, 3000);
+	configure(2, SYNC_REP_PRIORITY);
+	expect(checked_end(), 6000, "FIRST 2 of eight, priority 2 behind the rest");
+	/*
+	 * Among equal priorities the lowest slot, as PostgreSQL: here the
+	 * first slot's priority 2 makes qsort() move the seven of priority 1.
+	 */
+	for (int i = 0; i < SLOTS; i++)
+		set_slot(&WalSndCtl->walsnds[i], 200 + i, WALSNDSTATE_STREAMING, 1, 3000);
+	set_slot(&WalSndCtl->walsnds[0], 200, WALSNDSTATE_STREAMING, 2, 3000);
+	set_slot(&WalSndCtl->walsnds[1], 201, WALSNDSTATE_STREAMING, 1, 1000);
+	configure(1, SYNC_REP_PRIORITY);
+	expect(checked_end(), 5000, "FIRST 1, seven of priority 1: the lowest slot of them, behind");
+	set_slot(&WalSndCtl->walsnds[1], 201, WALSNDSTATE_STREAMING, 1, 3000);
+	set_slot(&WalSndCtl->walsnds[SLOTS - 1], 207, WALSNDSTATE_STREAMING, 1, 1000);
+	expect(checked_end(), 7000, "FIRST 1, seven of priority 1: not the highest slot, behind");
+
+	for (int i = 0; i < SLOTS; i++)
+		set_slot(&WalSndCtl->walsnds[i], 200 + i, WALSNDSTATE_STREAMING, 1, 1000);
+	set_slot(&WalSndCtl->walsnds[5], 205, WALSNDSTATE_STREAMING, 1, 2000);
+	set_slot(&WalSndCtl->walsnds[1], 201, WALSNDSTATE_STREAMING, 1, 3000);
+	configure(2, SYNC_REP_QUORUM);
+	expect(checked_end(), 6000, "ANY 2 of eight counts the second highest flush");
+	configure(3, SYNC_REP_QUORUM);
+	expect(checked_end(), 5000, "ANY 3 of eight counts the third highest flush");
+	clear_slots();
+	set_slot(&WalSndCtl->walsnds[0], 100, WALSNDSTATE_STREAMING, 1, 3000);
+	set_slot(&WalSndCtl->walsnds[1], 102, WALSNDSTATE_STREAMING, 1, 1000);
+	set_slot(&WalSndCtl->walsnds[3], 103, WALSNDSTATE_STREAMING, 1, 2000);
 
 	/*
 	 * A reading the worker has not stood by lately is not trusted: every

@@ -10,12 +10,8 @@
  */
 #include "postgres.h"
 
-#include <stdio.h>
-
 #include "confirm.h"
-
-static int	failures = 0;
-static int	checks = 0;
+#include "tap.h"
 
 bool
 FlakeConfirmRecheckCovers(FlakeConfirm *c, int64 end_ms, int64 now)
@@ -29,15 +25,8 @@ FlakeConfirmRecheckCovers(FlakeConfirm *c, int64 end_ms, int64 now)
 static void
 expect(bool got, bool want, const char *what)
 {
-	checks++;
-	if (got != want)
-	{
-		failures++;
-		printf("not ok %d - %s: %s, expected %s\n", checks, what,
-			   got ? "covered" : "not covered", want ? "covered" : "not covered");
-	}
-	else
-		printf("ok %d - %s\n", checks, what);
+	tap_check(got == want, what, "%s, expected %s",
+			  got ? "covered" : "not covered", want ? "covered" : "not covered");
 }
 
 int
@@ -62,7 +51,5 @@ main(void)
 		   "a check FLAKE_CONFIRM_FRESH_MS old");
 	expect(FlakeConfirmedCovers(&c, end - 1, now - 1), false,
 		   "a check stamped after the clock read (a clock step back)");
-	printf("1..%d\n", checks);
-	printf("%d passed, %d failed\n", checks - failures, failures);
-	return failures > 0;
+	return tap_done();
 }

@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "../../src/confirm.c"
+#include "tap.h"
 
 WalSndCtlData *WalSndCtl = NULL;
 int			max_wal_senders = 0;
@@ -64,8 +65,6 @@ s_lock(volatile slock_t *lock, const char *file, int line, const char *func)
 
 #define SLOTS	8
 
-static int	failures = 0;
-static int	checks = 0;
 static FlakeConfirm confirm;
 static WalSnd *before_array;
 static WalSnd *after_array;
@@ -74,28 +73,14 @@ static int64 now = 100000;
 static void
 expect(int64 got, int64 want, const char *what)
 {
-	checks++;
-	if (got != want)
-	{
-		failures++;
-		printf("not ok %d - %s: confirmed end %lld, expected %lld\n", checks, what,
-			   (long long) got, (long long) want);
-	}
-	else
-		printf("ok %d - %s\n", checks, what);
+	tap_check(got == want, what, "confirmed end %lld, expected %lld",
+			  (long long) got, (long long) want);
 }
 
 static void
 expect_bool(bool got, bool want, const char *what)
 {
-	checks++;
-	if (got != want)
-	{
-		failures++;
-		printf("not ok %d - %s: got %s\n", checks, what, got ? "true" : "false");
-	}
-	else
-		printf("ok %d - %s\n", checks, what);
+	tap_check(got == want, what, "got %s", got ? "true" : "false");
 }
 
 /* A slot as a walsender in the given state fills it. */
@@ -316,7 +301,5 @@ main(void)
 				true, "a check FLAKE_CONFIRM_FRESH_MS old is made again, and covers");
 	expect(FlakeConfirmedEnd(&confirm), 8000, "with the standby's new flush");
 
-	printf("1..%d\n", checks);
-	printf("%d passed, %d failed\n", checks - failures, failures);
-	return failures > 0;
+	return tap_done();
 }

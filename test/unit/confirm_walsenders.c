@@ -94,11 +94,33 @@ set_slot(WalSnd *w, pid_t pid, WalSndState state, int priority, XLogRecPtr flush
 	w->flush = flush;
 }
 
+/* slot i: a streaming standby of this priority, flushed this far */
+static void
+streaming(int i, int priority, XLogRecPtr flush)
+{
+	set_slot(&WalSndCtl->walsnds[i], 100 + i, WALSNDSTATE_STREAMING, priority, flush);
+}
+
+/* slot i: no WAL sender */
+static void
+gone(int i)
+{
+	set_slot(&WalSndCtl->walsnds[i], 0, WALSNDSTATE_STARTUP, 0, InvalidXLogRecPtr);
+}
+
+/* every slot: a streaming standby of this priority, flushed this far */
+static void
+all_streaming(int priority, XLogRecPtr flush)
+{
+	for (int i = 0; i < SLOTS; i++)
+		streaming(i, priority, flush);
+}
+
 static void
 clear_slots(void)
 {
 	for (int i = 0; i < SLOTS; i++)
-		set_slot(&WalSndCtl->walsnds[i], 0, WALSNDSTATE_STARTUP, 0, InvalidXLogRecPtr);
+		gone(i);
 }
 
 /* The worker read synchronous_standby_names as num_sync and method. */
@@ -148,48 +170,48 @@ main(void)
 	expect(checked_end(), 0,
 		   "no standby in the array: what lies before and after it is not read");
 
-	set_slot(&WalSndCtl->walsnds[2], 101, WALSNDSTATE_STREAMING, 1, 2000);
+	streaming(2, 1, 2000);
 	expect(checked_end(), 6000, "FIRST 1: the one streaming standby's flush");
 
 	set_slot(&WalSndCtl->walsnds[2], 101, WALSNDSTATE_CATCHUP, 1, 2000);
 	expect(checked_end(), 0, "a standby that is catching up confirms nothing");
 
-	set_slot(&WalSndCtl->walsnds[2], 101, WALSNDSTATE_STREAMING, 0, 2000);
+	streaming(2, 0, 2000);
 	expect(checked_end(), 0, "a standby without a priority (not named) confirms nothing");
 
 	set_slot(&WalSndCtl->walsnds[2], 101, WALSNDSTATE_STOPPING, 1, 1000);
 	expect(checked_end(), 5000, "a stopping standby still counts");
 
-	set_slot(&WalSndCtl->walsnds[2], 101, WALSNDSTATE_STREAMING, 1, 999);
+	streaming(2, 1, 999);
 	expect(checked_end(), 0, "a flush short of the first record's end confirms nothing");
 
 	/* FIRST n: the n connected standbys of highest priority */
-	set_slot(&WalSndCtl->walsnds[0], 100, WALSNDSTATE_STREAMING, 2, 3000);
-	set_slot(&WalSndCtl->walsnds[2], 101, WALSNDSTATE_STREAMING, 1, 2000);
-	set_slot(&WalSndCtl->walsnds[3], 103, WALSNDSTATE_STREAMING, 3, 1000);
+	streaming(0, 2, 3000);
+	streaming(2, 1, 2000);
+	streaming(3, 3, 1000);
 	configure(1, SYNC_REP_PRIORITY);
 	expect(checked_end(), 6000, "FIRST 1 counts the standby of priority 1 alone");
 	configure(2, SYNC_REP_PRIORITY);
 	expect(checked_end(), 6000,
 		   "FIRST 2 counts the lesser flush of priorities 1 and 2, not priority 3's");
-	set_slot(&WalSndCtl->walsnds[2], 0, WALSNDSTATE_STARTUP, 0, InvalidXLogRecPtr);
+	gone(2);
 	expect(checked_end(), 5000,
 		   "FIRST 2 with priority 1 gone counts priorities 2 and 3");
-	set_slot(&WalSndCtl->walsnds[3], 0, WALSNDSTATE_STARTUP, 0, InvalidXLogRecPtr);
+	gone(3);
 	expect(checked_end(), 0, "FIRST 2 with one standby connected confirms nothing");
 
 	/* ANY n: the n-th highest flush of all named standbys */
 	clear_slots();
-	set_slot(&WalSndCtl->walsnds[0], 100, WALSNDSTATE_STREAMING, 1, 3000);
-	set_slot(&WalSndCtl->walsnds[1], 102, WALSNDSTATE_STREAMING, 1, 1000);
-	set_slot(&WalSndCtl->walsnds[3], 103, WALSNDSTATE_STREAMING, 1, 2000);
+	streaming(0, 1, 3000);
+	streaming(1, 1, 1000);
+	streaming(3, 1, 2000);
 	configure(2, SYNC_REP_QUORUM);
 	expect(checked_end(), 6000, "ANY 2 counts the second highest flush");
 	configure(3, SYNC_REP_QUORUM);
 	expect(checked_end(), 5000, "ANY 3 counts the third highest flush");
 	configure(1, SYNC_REP_QUORUM);
 	expect(checked_end(), 7000, "ANY 1 counts the highest flush");
-	set_slot(&WalSndCtl->walsnds[0], 0, WALSNDSTATE_STARTUP, 0, InvalidXLogRecPtr);
+	gone(0);
 	configure(3, SYNC_REP_QUORUM);
 	expect(checked_end(), 0, "ANY 3 with two standbys connected confirms nothing");
 
@@ -199,49 +221,47 @@ main(void)
 	 * its own way.
 	 */
 	for (int i = 0; i < SLOTS; i++)
-		set_slot(&WalSndCtl->walsnds[i], 200 + i, WALSNDSTATE_STREAMING, SLOTS - i, 3000);
-	set_slot(&WalSndCtl->walsnds[SLOTS - 1], 299, WALSNDSTATE_STREAMING, 1, 1000);
-	set_slot(&WalSndCtl->walsnds[2], 202, WALSNDSTATE_STREAMING, 2, 2000);
-	set_slot(&WalSndCtl->walsnds[SLOTS - 2], 298, WALSNDSTATE_STREAMING, SLOTS - 2, 3000);
+		streaming(i, SLOTS - i, 3000);
+	streaming(SLOTS - 1, 1, 1000);
+	streaming(2, 2, 2000);
+	streaming(SLOTS - 2, SLOTS - 2, 3000);
 	configure(2, SYNC_REP_PRIORITY);
 	expect(checked_end(), 5000, "FIRST 2 of eight standbys counts priorities 1 and 2");
 	configure(1, SYNC_REP_PRIORITY);
 	expect(checked_end(), 5000, "FIRST 1 of eight standbys counts priority 1");
-	set_slot(&WalSndCtl->walsnds[SLOTS - 1], 299, WALSNDSTATE_STREAMING, 1, 3000);
+	streaming(SLOTS - 1, 1, 3000);
 	configure(2, SYNC_REP_PRIORITY);
 	expect(checked_end(), 6000, "FIRST 2 of eight, priority 2 behind the rest");
 	/*
 	 * Among equal priorities the lowest slot, as PostgreSQL: here the
 	 * first slot's priority 2 makes qsort() move the seven of priority 1.
 	 */
-	for (int i = 0; i < SLOTS; i++)
-		set_slot(&WalSndCtl->walsnds[i], 200 + i, WALSNDSTATE_STREAMING, 1, 3000);
-	set_slot(&WalSndCtl->walsnds[0], 200, WALSNDSTATE_STREAMING, 2, 3000);
-	set_slot(&WalSndCtl->walsnds[1], 201, WALSNDSTATE_STREAMING, 1, 1000);
+	all_streaming(1, 3000);
+	streaming(0, 2, 3000);
+	streaming(1, 1, 1000);
 	configure(1, SYNC_REP_PRIORITY);
 	expect(checked_end(), 5000, "FIRST 1, seven of priority 1: the lowest slot of them, behind");
-	set_slot(&WalSndCtl->walsnds[1], 201, WALSNDSTATE_STREAMING, 1, 3000);
-	set_slot(&WalSndCtl->walsnds[SLOTS - 1], 207, WALSNDSTATE_STREAMING, 1, 1000);
+	streaming(1, 1, 3000);
+	streaming(SLOTS - 1, 1, 1000);
 	expect(checked_end(), 7000, "FIRST 1, seven of priority 1: not the highest slot, behind");
 
-	for (int i = 0; i < SLOTS; i++)
-		set_slot(&WalSndCtl->walsnds[i], 200 + i, WALSNDSTATE_STREAMING, 1, 1000);
-	set_slot(&WalSndCtl->walsnds[5], 205, WALSNDSTATE_STREAMING, 1, 2000);
-	set_slot(&WalSndCtl->walsnds[1], 201, WALSNDSTATE_STREAMING, 1, 3000);
+	all_streaming(1, 1000);
+	streaming(5, 1, 2000);
+	streaming(1, 1, 3000);
 	configure(2, SYNC_REP_QUORUM);
 	expect(checked_end(), 6000, "ANY 2 of eight counts the second highest flush");
 	configure(3, SYNC_REP_QUORUM);
 	expect(checked_end(), 5000, "ANY 3 of eight counts the third highest flush");
 	clear_slots();
-	set_slot(&WalSndCtl->walsnds[0], 100, WALSNDSTATE_STREAMING, 1, 3000);
-	set_slot(&WalSndCtl->walsnds[1], 102, WALSNDSTATE_STREAMING, 1, 1000);
-	set_slot(&WalSndCtl->walsnds[3], 103, WALSNDSTATE_STREAMING, 1, 2000);
+	streaming(0, 1, 3000);
+	streaming(1, 1, 1000);
+	streaming(3, 1, 2000);
 
 	/*
 	 * A reading the worker has not stood by lately is not trusted: every
 	 * named standby must have the lease, whatever the number and method.
 	 */
-	set_slot(&WalSndCtl->walsnds[0], 100, WALSNDSTATE_STREAMING, 1, 3000);
+	streaming(0, 1, 3000);
 	configure(1, SYNC_REP_QUORUM);
 	now += FLAKE_CONFIG_FRESH_MS - 2;
 	expect(checked_end(), 7000,
@@ -265,25 +285,25 @@ main(void)
 		FlakeConfirmRecord(&confirm, 100 * k, 1000 * k);
 	clear_slots();
 	configure(1, SYNC_REP_PRIORITY);
-	set_slot(&WalSndCtl->walsnds[1], 102, WALSNDSTATE_STREAMING, 1, 599);
+	streaming(1, 1, 599);
 	expect(checked_end(), 0, "the records dropped before the newest dropped one do not count");
-	set_slot(&WalSndCtl->walsnds[1], 102, WALSNDSTATE_STREAMING, 1, 600);
+	streaming(1, 1, 600);
 	expect(checked_end(), 6000, "the newest dropped record counts once flushed");
-	set_slot(&WalSndCtl->walsnds[1], 102, WALSNDSTATE_STREAMING, 1, 699);
+	streaming(1, 1, 699);
 	expect(checked_end(), 6000, "a record flushed short of its end does not count");
-	set_slot(&WalSndCtl->walsnds[1], 102, WALSNDSTATE_STREAMING, 1, 100 * (FLAKE_CONFIRM_RECORDS + 5));
+	streaming(1, 1, 100 * (FLAKE_CONFIRM_RECORDS + 5));
 	expect(checked_end(), 1000 * (FLAKE_CONFIRM_RECORDS + 5),
 		   "the record before the newest counts once flushed: each drop keeps the rest");
-	set_slot(&WalSndCtl->walsnds[1], 102, WALSNDSTATE_STREAMING, 1, 100 * (FLAKE_CONFIRM_RECORDS + 6));
+	streaming(1, 1, 100 * (FLAKE_CONFIRM_RECORDS + 6));
 	expect(checked_end(), 1000 * (FLAKE_CONFIRM_RECORDS + 6), "the newest record counts once flushed");
 
 	/* whether the check says the confirmed end rose */
 	now++;
 	expect_bool(FlakeConfirmCheck(&confirm, now), false,
 				"a check that finds the same end does not say it rose");
-	set_slot(&WalSndCtl->walsnds[1], 102, WALSNDSTATE_STREAMING, 1, 600);
+	streaming(1, 1, 600);
 	expect(checked_end(), 6000, "a standby replaced by one behind: the end falls");
-	set_slot(&WalSndCtl->walsnds[1], 102, WALSNDSTATE_STREAMING, 1, 700);
+	streaming(1, 1, 700);
 	now++;
 	expect_bool(FlakeConfirmCheck(&confirm, now), true,
 				"a check that finds a higher end says it rose");
@@ -292,7 +312,7 @@ main(void)
 	 * The slow path of a call: a check younger than FLAKE_CONFIRM_FRESH_MS
 	 * is not made again, an older one is.
 	 */
-	set_slot(&WalSndCtl->walsnds[1], 102, WALSNDSTATE_STREAMING, 1, 800);
+	streaming(1, 1, 800);
 	configure(1, SYNC_REP_PRIORITY);
 	expect_bool(FlakeConfirmRecheckCovers(&confirm, 7500, now + FLAKE_CONFIRM_FRESH_MS - 1),
 				false, "a check FLAKE_CONFIRM_FRESH_MS - 1 ms old is not made again");

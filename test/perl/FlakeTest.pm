@@ -19,7 +19,7 @@ our @EXPORT = qw(
   settings_locked status_of state_file_copies lease_on_disk ids_unique ids_increasing
   increasing_sql tick_sql wait_until ids_come_again start_pgbench insert_together
   CLOCKED_TABLE_SQL insert_clocked calls_ended_before ids_at_their_clock
-  check_two_primaries two_primaries_digest_sql run_timeout
+  check_two_primaries two_primaries_digest_sql run_timeout catch_up
   FLAKE_LOW_BITS THROUGH_PROMOTION_SQL
 );
 
@@ -147,6 +147,21 @@ log_min_duration_statement = -1
 	$node->append_conf('postgresql.conf', "flakeid.cache = $ENV{FLAKE_TAP_CACHE}")
 	  if $ENV{FLAKE_TAP_CACHE};
 	return $node;
+}
+
+# Wait until $standby has replayed (mode => 'flush': flushed) the WAL that
+# $primary has written; via => the standby it streams from, for a cascaded
+# one.  A transaction with an XID commits on $primary first, so that the
+# position waited for ends a record: after a base backup the insert
+# position follows a WAL segment switch with nothing after it, and
+# PostgreSQL 19's wait_for_catchup (WAIT FOR LSN on the standby) then waits
+# for whatever record a background process writes next, 20 s here.
+sub catch_up
+{
+	my ($primary, $standby, %opts) = @_;
+	$primary->safe_psql('postgres', 'SELECT pg_current_xact_id()');
+	($opts{via} // $primary)->wait_for_catchup($standby, $opts{mode} // 'replay', $primary->lsn('insert'));
+	return;
 }
 
 # Run SQL with verbose error messages (they carry the SQLSTATE), as the

@@ -58,7 +58,7 @@ CREATE TABLE filler (g int, pad text);
 	my $standby = PostgreSQL::Test::Cluster->new("${name}_standby");
 	$standby->init_from_backup($primary, 'backup', has_streaming => 1);
 	$standby->start;
-	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+	catch_up($primary, $standby);
 	return ($primary, $standby);
 }
 

@@ -57,7 +57,7 @@ foreach my $name ('s1', 's2')
 	$standby{$name}->init_from_backup($primary, 'backup', has_streaming => 1);
 	$standby{$name}->start;
 }
-$primary->wait_for_catchup($_, 'replay', $primary->lsn('insert')) foreach values %standby;
+catch_up($primary, $_) foreach values %standby;
 
 # Every ID a call returned, and those returned after the switch.
 my $max_returned = 0;

@@ -98,7 +98,7 @@ FROM nextflakes(100000) id}),
 {
 	my ($primary, $standby) = pair('async', conf => "flakeid.max_lead = '60s'");
 	$standby->start;
-	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+	catch_up($primary, $standby);
 	$standby->stop;
 	my $x = burst($primary);
 	$primary->stop('immediate');
@@ -117,7 +117,7 @@ FROM nextflakes(100000) id}),
 {
 	my ($primary, $standby) = pair('accept', conf => "flakeid.max_lead = '60s'");
 	$standby->start;
-	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+	catch_up($primary, $standby);
 	$standby->stop;
 	$standby->append_conf('postgresql.conf', 'flakeid.node_bits = 12');
 	my $x = burst($primary);

@@ -132,7 +132,7 @@ foreach my $round (1, 2)
 	my $standby = PostgreSQL::Test::Cluster->new("async${round}_standby");
 	$standby->init_from_backup($primary, 'backup', has_streaming => 1);
 	start_slow_state_file($standby, 800);
-	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+	catch_up($primary, $standby);
 	$standby->stop;
 	my $x = burst($primary, 100_000_000, 20);
 	$primary->stop('immediate');
@@ -155,8 +155,8 @@ foreach my $round (1, 2)
 	my $second = PostgreSQL::Test::Cluster->new("cascade${round}_second");
 	$second->init_from_backup($first, 'first_backup', has_streaming => 1);
 	start_slow_state_file($second, 800);
-	$primary->wait_for_catchup($first, 'replay', $primary->lsn('insert'));
-	$first->wait_for_catchup($second, 'replay', $primary->lsn('insert'));
+	catch_up($primary, $first);
+	catch_up($primary, $second, via => $first);
 	$second->stop;
 	my $x = burst($primary, 100_000_000, 20);
 	$primary->stop('immediate');
@@ -201,7 +201,7 @@ recovery_target_action = 'pause'});
 	$standby->init_from_backup($primary, 'backup', has_streaming => 1);
 	$standby->append_conf('postgresql.conf', "flakeid.max_clock_wait = '3s'");
 	$standby->start;
-	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+	catch_up($primary, $standby);
 	$standby->append_conf('postgresql.conf', "primary_conninfo = ''");
 	$standby->reload;
 	$standby->poll_query_until('postgres', 'SELECT count(*) = 0 FROM pg_stat_wal_receiver')

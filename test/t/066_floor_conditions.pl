@@ -64,7 +64,7 @@ INSERT INTO t SELECT FROM generate_series(1, 100);});
 	my $standby = PostgreSQL::Test::Cluster->new('skew_standby');
 	$standby->init_from_backup($primary, 'backup', has_streaming => 1);
 	$standby->start;
-	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+	catch_up($primary, $standby);
 	$standby->stop;
 	my $offset = server_clock_offset($primary);
 	ok($offset > 2.2 && $offset < 2.8, 'the old primary\'s clock runs 2.5 s ahead')

@@ -39,7 +39,7 @@ $old->backup('backup');
 my $standby = PostgreSQL::Test::Cluster->new('new_standby');
 $standby->init_from_backup($old, 'backup', has_streaming => 1);
 $standby->start;
-$old->wait_for_catchup($standby, 'replay', $old->lsn('insert'));
+catch_up($old, $standby);
 ok( $standby->log_contains(
 		qr/flakeid continues above the old primary's IDs if this server is promoted/),
 	'the standby that runs this version says at the start of replay that it continues above');

@@ -95,7 +95,7 @@ foreach my $case (
 	my $standby = PostgreSQL::Test::Cluster->new($name);
 	$standby->init_from_backup($primary, $name, has_streaming => 1);
 	$standby->start;
-	$primary->wait_for_catchup($standby);
+	catch_up($primary, $standby);
 	my $offset = -s $standby->logfile;
 	$primary->safe_psql('postgres', "SELECT emit_flake_record($info, $len, $node_bits)");
 	ok(wait_until(sub { $standby->log_contains($panic, $offset) }, 60),

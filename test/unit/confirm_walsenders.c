@@ -179,6 +179,10 @@ main(void)
 	streaming(2, 0, 2000);
 	expect(checked_end(), 0, "a standby without a priority (not named) confirms nothing");
 
+	set_slot(&WalSndCtl->walsnds[2], 0, WALSNDSTATE_STREAMING, 1, 2000);
+	expect(checked_end(), 0,
+		   "a slot whose WAL sender exited (no pid) confirms nothing, whatever else it holds");
+
 	set_slot(&WalSndCtl->walsnds[2], 101, WALSNDSTATE_STOPPING, 1, 1000);
 	expect(checked_end(), 5000, "a stopping standby still counts");
 

@@ -13,7 +13,7 @@ static int	tap_checks = 0;
 static int	tap_failures = 0;
 
 /* one check: passed, or failed with a detail made from fmt */
-static void pg_attribute_printf(3, 4)
+static void __attribute__((format(printf, 3, 4)))
 tap_check(bool passed, const char *what, const char *fmt,...)
 {
 	tap_checks++;

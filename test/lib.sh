@@ -187,14 +187,20 @@ flake_drop_root() {
 	chown -R "$FLAKE_USER" "$copy"
 	say "running as $FLAKE_USER in $copy"
 	flake_old_source
+	# the copy and the old version's archive go however the run ends,
+	# also when a TERM stops it (test/mutate's limits)
+	local cleanup=
+	[ -n "${FLAKE_KEEP:-}" ] || cleanup="rm -rf '$copy';"
+	[ -z "${FLAKE_OLD_MADE:-}" ] || cleanup="$cleanup rm -f '$FLAKE_OLD_TAR';"
+	trap "$cleanup" EXIT
+	trap 'exit 143' TERM
+	trap 'exit 130' INT
 	cd "$copy"
 	local rc=0
 	runuser -u "$FLAKE_USER" -- env PG_MAJOR="$PG_MAJOR" PG_CONFIG="$PG_CONFIG" \
 		PG_CFLAGS="${PG_CFLAGS:-}" FLAKE_KEEP="${FLAKE_KEEP:-}" \
 		FLAKE_OLD_TAR="${FLAKE_OLD_TAR:-}" \
 		"$copy/$script" "$@" || rc=$?
-	[ -n "${FLAKE_KEEP:-}" ] || rm -rf "$copy"
-	[ -z "${FLAKE_OLD_MADE:-}" ] || rm -f "$FLAKE_OLD_TAR"
 	exit $rc
 }
 

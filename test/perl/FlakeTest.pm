@@ -151,16 +151,24 @@ log_min_duration_statement = -1
 
 # Wait until $standby has replayed (mode => 'flush': flushed) the WAL that
 # $primary has written; via => the standby it streams from, for a cascaded
-# one.  A transaction with an XID commits on $primary first, so that the
-# position waited for ends a record: after a base backup the insert
-# position follows a WAL segment switch with nothing after it, and
-# PostgreSQL 19's wait_for_catchup (WAIT FOR LSN on the standby) then waits
-# for whatever record a background process writes next, 20 s here.
+# one.  A transaction with an XID commits on $primary first (without
+# waiting for synchronous standbys), so that the position waited for ends
+# a record: after a base backup the insert position follows a WAL segment
+# switch with nothing after it, and PostgreSQL 19's wait_for_catchup (WAIT
+# FOR LSN on the standby) then waits for whatever record a background
+# process writes next, 20 s here.  A commit that ends a WAL page leaves the
+# insert position past the next page's header, so another one follows.
 sub catch_up
 {
 	my ($primary, $standby, %opts) = @_;
-	$primary->safe_psql('postgres', 'SELECT pg_current_xact_id()');
-	($opts{via} // $primary)->wait_for_catchup($standby, $opts{mode} // 'replay', $primary->lsn('insert'));
+	my $lsn;
+	do
+	{
+		$primary->safe_psql('postgres',
+			"SET synchronous_commit = local;\nSELECT pg_current_xact_id();");
+		$lsn = $primary->lsn('insert');
+	} while (hex((split m{/}, $lsn)[1]) % 8192 <= 40);    # a page header's size
+	($opts{via} // $primary)->wait_for_catchup($standby, $opts{mode} // 'replay', $lsn);
 	return;
 }
 

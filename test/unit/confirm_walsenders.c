@@ -277,6 +277,10 @@ main(void)
 	SyncRepConfig->syncrep_method = SYNC_REP_PRIORITY;
 	expect(checked_end(), 5000,
 		   "a reading that differs from this process's own: the least flush of all named");
+	gone(1);
+	streaming(3, 1, 3000);
+	expect(checked_end(), 7000,
+		   "the least flush of the named standbys there now, not of one read before");
 
 	/*
 	 * Of more than FLAKE_CONFIRM_RECORDS records the newest dropped one

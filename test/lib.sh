@@ -174,6 +174,20 @@ flake_old_install() {
 	export FLAKE_OLD_INSTALL FLAKE_OLD_VERSION
 }
 
+# Stop, the immediate way, the servers still running from data directories
+# under DIR (what a stopped run left); a stale pid file's pid counts only
+# while it is a postmaster of that data directory.
+#   flake_stop_servers DIR
+flake_stop_servers() {
+	local pidfile pid dir
+	while IFS= read -r pidfile; do
+		dir=$(dirname "$pidfile")
+		pid=$(head -n 1 "$pidfile" 2>/dev/null) || continue
+		[ -n "$pid" ] && tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF -- "$dir" &&
+			kill -QUIT "$pid" 2>/dev/null || true
+	done < <(find "$1" -name postmaster.pid 2>/dev/null)
+}
+
 # PostgreSQL refuses to run as root.  As root, copy the source tree to a
 # directory the unprivileged user owns and run the calling script from
 # there as that user.  Anyone else carries on where they are.
@@ -187,10 +201,14 @@ flake_drop_root() {
 	chown -R "$FLAKE_USER" "$copy"
 	say "running as $FLAKE_USER in $copy"
 	flake_old_source
-	# the copy and the old version's archive go however the run ends,
-	# also when a TERM stops it (test/mutate's limits)
-	local cleanup=
-	[ -n "${FLAKE_KEEP:-}" ] || cleanup="rm -rf '$copy';"
+	# the run's folder (FLAKE_WORK), the copy and the old version's archive
+	# go however the run ends, also when a TERM stops it (test/mutate's
+	# limits), and the servers left running there stop
+	local work
+	work=$(mktemp -d "${TMPDIR:-/tmp}/flakeid-test.XXXXXX")
+	chown "$FLAKE_USER" "$work"
+	local cleanup="flake_stop_servers '$work';"
+	[ -n "${FLAKE_KEEP:-}" ] || cleanup="$cleanup rm -rf '$copy' '$work';"
 	[ -z "${FLAKE_OLD_MADE:-}" ] || cleanup="$cleanup rm -f '$FLAKE_OLD_TAR';"
 	trap "$cleanup" EXIT
 	trap 'exit 143' TERM
@@ -199,7 +217,7 @@ flake_drop_root() {
 	local rc=0
 	runuser -u "$FLAKE_USER" -- env PG_MAJOR="$PG_MAJOR" PG_CONFIG="$PG_CONFIG" \
 		PG_CFLAGS="${PG_CFLAGS:-}" FLAKE_KEEP="${FLAKE_KEEP:-}" \
-		FLAKE_OLD_TAR="${FLAKE_OLD_TAR:-}" \
+		FLAKE_OLD_TAR="${FLAKE_OLD_TAR:-}" FLAKE_WORK="$work" \
 		"$copy/$script" "$@" || rc=$?
 	exit $rc
 }

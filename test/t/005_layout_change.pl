@@ -99,6 +99,24 @@ fails_with($node, 'SELECT flakeid_accept_layout()', '42501',
 fails_with($node, 'SELECT nextflake()', '55000',
 	'still refusing after the attempts of non-superusers');
 
+# A node id that fits the new 12 node bits but not the 10 still in use is
+# refused when a reload sets it: node id 5 stays until the layout is
+# accepted.
+{
+	my $log_at = -s $node->logfile;
+	$node->append_conf('postgresql.conf', 'flakeid.node_id = 2000');
+	$node->reload;
+	my $refused = qr/LOG:  flakeid\.node_id 2000 does not fit the layout in use; node id 5 stays\n.*?DETAIL:  The generator uses flakeid\.node_bits = 10, so node ids run from 0 to 1023\./s;
+	my $node_id = sub { $node->safe_psql('postgres', 'SELECT node_id FROM flakeid_status()') };
+	# the refusal is logged, or the node id changes
+	wait_until(sub { slurp_file($node->logfile, $log_at) =~ $refused || $node_id->() ne '5' }, 60);
+	like(slurp_file($node->logfile, $log_at), $refused,
+		'a reload to a node id that fits only the layout not yet accepted is refused, and says why');
+	is($node_id->(), '5', 'the node id in use stays 5');
+	$node->adjust_conf('postgresql.conf', 'flakeid.node_id', '5');
+	$node->reload;
+}
+
 # A session that decodes before the accept and goes on after it, as a
 # pooled connection does: it decodes with the recorded layout (10 node
 # bits) before, and with the accepted one (12) after.  The ID has node 5

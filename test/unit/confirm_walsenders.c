@@ -283,6 +283,27 @@ main(void)
 		   "the least flush of the named standbys there now, not of one read before");
 
 	/*
+	 * A process that reads no synchronous_standby_names (its statement
+	 * began before a reload named standbys) does not trust the worker's
+	 * reading: every named standby must have the lease, and one named
+	 * standby there is enough.
+	 */
+	{
+		SyncRepConfigData *mine = SyncRepConfig;
+
+		clear_slots();
+		streaming(2, 1, 3000);
+		configure(1, SYNC_REP_PRIORITY);
+		SyncRepConfig = NULL;
+		expect(checked_end(), 7000,
+			   "a process that reads no standbys named: the one named standby there confirms");
+		streaming(4, 2, 1000);
+		expect(checked_end(), 5000,
+			   "a process that reads no standbys named: the least flush of all named");
+		SyncRepConfig = mine;
+	}
+
+	/*
 	 * Of more than FLAKE_CONFIRM_RECORDS records the newest dropped one
 	 * still counts, the older ones not: a standby that far behind
 	 * confirms less than it has, never more.

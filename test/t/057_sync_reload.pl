@@ -100,23 +100,14 @@ sub switch_to_sync
 # replication (read-only statements: a commit would wait for the standby).
 my @returned;
 
-# Calls that need IDs past the confirmed lease, with a 1 s statement
-# timeout: each must fail (with the statement timeout, 57014, or the
-# lease's own bound, 55000), never return an ID.  IDs returned anyway are
-# kept in @returned.
+# Calls that need IDs past the confirmed lease: each must wait, never
+# return an ID (calls_wait_together()).  IDs returned anyway are kept in
+# @returned.
 sub calls_wait
 {
 	my ($primary, $phase) = @_;
-	foreach my $call ('SELECT nextflake()', 'SELECT nextflakes(50000)',
-		'SELECT nextflakes(1) FROM generate_series(1, 3)')
-	{
-		my ($ret, $out, $err, $state) = psql_state($primary,
-			"SET statement_timeout = '1s';\n$call;");
-		push @returned, grep { /^\d+$/ } split /\n/, $out;
-		ok($ret != 0 && defined $state && $state =~ /^(57014|55000)$/,
-			"$phase: $call returns no ID the standby has not confirmed")
-		  or diag("exit code $ret, SQLSTATE " . ($state // 'none') . "\n$err");
-	}
+	push @returned,
+	  calls_wait_together($primary, $phase, 'returns no ID the standby has not confirmed');
 	return;
 }
 

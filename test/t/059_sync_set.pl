@@ -124,23 +124,14 @@ SELECT flakeid_timestamp(last_id) > clock_timestamp() + interval '4 s' FROM flak
 	return;
 }
 
-# Calls that need IDs past what s2 has flushed, with a 1 s statement
-# timeout: each must wait (and fail with the statement timeout, 57014, or
-# the lease's own bound, 55000), never return an ID.
+# Calls that need IDs past what s2 has flushed: each must wait, never
+# return an ID (calls_wait_together()).
 sub calls_wait
 {
 	my ($phase) = @_;
-	foreach my $call ('SELECT nextflake()', 'SELECT nextflakes(50000)',
-		'SELECT nextflakes(1) FROM generate_series(1, 3)')
-	{
-		my ($ret, $out, $err, $state) = psql_state($primary,
-			"SET statement_timeout = '1s';\n$call;");
-		note_returned($out);
-		push @after_switch, grep { /^\d+$/ } split /\n/, $out;
-		ok($ret != 0 && defined $state && $state =~ /^(57014|55000)$/,
-			"$phase: $call returns no ID that s2 has not flushed")
-		  or diag("exit code $ret, SQLSTATE " . ($state // 'none') . "\n$err");
-	}
+	my @ids = calls_wait_together($primary, $phase, 'returns no ID that s2 has not flushed');
+	note_returned(join("\n", @ids));
+	push @after_switch, @ids;
 	return;
 }
 

@@ -350,5 +350,11 @@ main(void)
 				true, "a check FLAKE_CONFIRM_FRESH_MS old is made again, and covers");
 	expect(FlakeConfirmedEnd(&confirm), 8000, "with the standby's new flush");
 
+	/* the slow path's answer: the confirmed end's own millisecond is past it */
+	expect_bool(FlakeConfirmRecheckCovers(&confirm, 7999, now + FLAKE_CONFIRM_FRESH_MS),
+				true, "the slow path covers the millisecond before the confirmed end");
+	expect_bool(FlakeConfirmRecheckCovers(&confirm, 8000, now + FLAKE_CONFIRM_FRESH_MS),
+				false, "the slow path does not cover the confirmed end's own millisecond");
+
 	return tap_done();
 }

@@ -17,7 +17,7 @@ use Time::HiRes qw(time usleep);
 our @EXPORT = qw(
   flake_node psql_as psql_state sqlstate_of fails_with start_fails
   settings_locked status_of state_file_copies lease_on_disk ids_unique ids_increasing
-  increasing_sql tick_sql wait_until ids_come_again start_pgbench insert_together calls_wait_together
+  increasing_sql tick_sql wait_until ids_come_again start_pgbench insert_together calls_must_wait
   CLOCKED_TABLE_SQL insert_clocked calls_ended_before ids_at_their_clock
   check_two_primaries two_primaries_digest_sql run_timeout catch_up
   FLAKE_LOW_BITS THROUGH_PROMOTION_SQL
@@ -205,39 +205,26 @@ sub psql_state
 	return ($ret, $out, $err, sqlstate_of($err));
 }
 
-# Calls that need IDs the synchronous standbys have not confirmed, run at
-# once, each in a session of its own with a 1 s statement timeout: each
-# must wait and fail (with the statement timeout, 57014, or the lease's
-# own bound, 55000), never return an ID.  Asserts it for each, as
-# "$phase: CALL $what"; returns the IDs returned anyway.
-sub calls_wait_together
+# Calls that need IDs the synchronous standbys have not confirmed, one
+# after another, each in a session of its own with a 1 s statement
+# timeout: each must wait and fail (with the statement timeout, 57014, or
+# the lease's own bound, 55000), never return an ID.  One after another:
+# a call that comes a second or two after the one before checks later
+# states of the standbys and of the lease worker's reading (run at once,
+# the three let a mutant of that reading survive 059).  Asserts it for
+# each, as "$phase: CALL $what"; returns the IDs returned anyway.
+sub calls_must_wait
 {
 	my ($node, $phase, $what) = @_;
-	my @runs;
+	my @returned;
 	foreach my $call ('SELECT nextflake()', 'SELECT nextflakes(50000)',
 		'SELECT nextflakes(1) FROM generate_series(1, 3)')
 	{
-		my ($out, $err) = ('', '');
-		# the SQL in arguments: IPC::Run writes to stdin only while it waits
-		my $h = IPC::Run::start(
-			[
-				$node->installed_command('psql'), '-XAtq', '-v', 'ON_ERROR_STOP=1',
-				'-v', 'VERBOSITY=verbose', '-d', $node->connstr('postgres'),
-				'-c', "SET statement_timeout = '1s'", '-c', $call
-			],
-			'<', \undef, '>', \$out, '2>', \$err, run_timeout());
-		push @runs, [ $call, $h, \$out, \$err ];
-	}
-	my @returned;
-	foreach my $run (@runs)
-	{
-		my ($call, $h, $out, $err) = @$run;
-		$h->finish;
-		my $ret = $h->result(0);
-		my $state = sqlstate_of($$err);
-		push @returned, grep { /^\d+$/ } split /\n/, $$out;
+		my ($ret, $out, $err, $state) = psql_state($node,
+			"SET statement_timeout = '1s';\n$call;");
+		push @returned, grep { /^\d+$/ } split /\n/, $out;
 		ok($ret != 0 && defined $state && $state =~ /^(57014|55000)$/, "$phase: $call $what")
-		  or diag("exit code $ret, SQLSTATE " . ($state // 'none') . "\n$$err");
+		  or diag("exit code $ret, SQLSTATE " . ($state // 'none') . "\n$err");
 	}
 	return @returned;
 }

@@ -101,13 +101,13 @@ sub switch_to_sync
 my @returned;
 
 # Calls that need IDs past the confirmed lease: each must wait, never
-# return an ID (calls_wait_together()).  IDs returned anyway are kept in
+# return an ID (calls_must_wait()).  IDs returned anyway are kept in
 # @returned.
 sub calls_wait
 {
 	my ($primary, $phase) = @_;
 	push @returned,
-	  calls_wait_together($primary, $phase, 'returns no ID the standby has not confirmed');
+	  calls_must_wait($primary, $phase, 'returns no ID the standby has not confirmed');
 	return;
 }
 

@@ -125,11 +125,11 @@ SELECT flakeid_timestamp(last_id) > clock_timestamp() + interval '4 s' FROM flak
 }
 
 # Calls that need IDs past what s2 has flushed: each must wait, never
-# return an ID (calls_wait_together()).
+# return an ID (calls_must_wait()).
 sub calls_wait
 {
 	my ($phase) = @_;
-	my @ids = calls_wait_together($primary, $phase, 'returns no ID that s2 has not flushed');
+	my @ids = calls_must_wait($primary, $phase, 'returns no ID that s2 has not flushed');
 	note_returned(join("\n", @ids));
 	push @after_switch, @ids;
 	return;

@@ -33,7 +33,9 @@ $node->safe_psql($_, "CREATE EXTENSION flakeid") foreach qw(postgres attackdb vi
 my $max_lead = $node->safe_psql('postgres',
 	"SELECT setting FROM pg_settings WHERE name = 'flakeid.max_lead'");
 
-# The attack: pgbench as role attacker in attackdb, for $seconds.
+# The attack: pgbench as role attacker in attackdb, for $seconds.  Also
+# returns the time before which it certainly still runs: pgbench counts
+# its seconds from after it started.
 sub attack
 {
 	my ($seconds) = @_;
@@ -41,6 +43,7 @@ sub attack
 	PostgreSQL::Test::Utils::append_to_file($script,
 		"SELECT nextflakes(8192) LIMIT 1;\n") unless -e $script;
 	my ($out, $err) = ('', '');
+	my $runs_until = time() + $seconds;
 	my $h = IPC::Run::start(
 		[
 			'pgbench', '-n', '-f', $script, '-c', '4', '-j', '4',
@@ -55,7 +58,7 @@ sub attack
 			},
 			30, 0.05),
 		'the attack keeps the IDs close to flakeid.max_lead ahead of the clock');
-	return ($h, \$out, \$err);
+	return ($h, \$out, \$err, $runs_until);
 }
 
 # The attack finished cleanly: no failed transaction, no clock error.
@@ -94,13 +97,18 @@ FROM (SELECT nextflake() AS id) s});
 }
 
 # 1. Served in turn: the big call gets its IDs within its statement
-# timeout, and they are within max_lead of the clock when returned.
+# timeout, and they are within max_lead of the clock when returned.  The
+# timeout ends a second before the attack can, so that a call that gets
+# its IDs got them under the attack, not after it.
 {
-	my ($h, $out, $err) = attack(25);
+	my ($h, $out, $err, $runs_until) = attack(15);
 	my $start = time();
+	my $timeout_ms = int(($runs_until - $start - 1) * 1000);
+	cmp_ok($timeout_ms, '>=', 5000, 'the attack runs 5 s or more after it is under way')
+	  or diag('it took ' . sprintf('%.1f', $start + 15 - $runs_until) . ' s to get under way');
 	my ($ret, $res, $stderr, $state) = psql_state(
 		$node,
-		"SET statement_timeout = '15s';\n"
+		"SET statement_timeout = $timeout_ms;\n"
 		  . "SELECT count(*), count(DISTINCT id), "
 		  . "max(flakeid_timestamp(id)) <= clock_timestamp() + current_setting('flakeid.max_lead')::interval, "
 		  . "bool_and(flakeid_node(id) = 3) FROM nextflakes(1000000) id;",
@@ -110,7 +118,8 @@ FROM (SELECT nextflake() AS id) s});
 	is($res, '1000000|1000000|t|t',
 		'under the attack, nextflakes(1000000) of another role gets its IDs')
 	  or diag("exit code $ret, SQLSTATE " . ($state // 'none') . "\n$stderr");
-	note sprintf('nextflakes(1000000) under the attack took %.3f s', $took);
+	note sprintf('nextflakes(1000000) under the attack took %.3f s, within a timeout of %d ms', $took,
+		$timeout_ms);
 
 	attack_done($h, $out, $err);
 }
@@ -120,7 +129,7 @@ FROM (SELECT nextflake() AS id) s});
 {
 	$node->append_conf('postgresql.conf', "flakeid.max_clock_wait = '100ms'");
 	$node->reload;
-	my ($h, $out, $err) = attack(8);
+	my ($h, $out, $err) = attack(4);
 	my ($ret, $res, $stderr, $state) = psql_state(
 		$node,
 		"SET statement_timeout = '5s';\nSELECT count(*) FROM nextflakes(1000000);",

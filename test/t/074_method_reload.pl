@@ -1,10 +1,11 @@
 # A reload that changes only the method of the synchronous standbys
-# (ANY 1 to FIRST 1, the same number), taken in by a session while the
-# lease worker still holds a recent reading from before it.  The worker's
-# reading counts for a while after it last stood by it (confirm.c); a
-# session that read another method must not use it.  Under ANY 1 (s1, s2)
-# the lease s2 has is enough; under FIRST 1 (s1, s2) only s1's counts,
-# and s1 is stalled below the lease.
+# (ANY 1 to FIRST 1, the same number), or only their number (ANY 1 to
+# ANY 2), taken in by a session while the lease worker still holds a
+# recent reading from before it.  The worker's reading counts for a while
+# after it last stood by it (confirm.c); a session that read another
+# method or number must not use it.  Under ANY 1 (s1, s2) the lease s2
+# has is enough; under FIRST 1 (s1, s2) only s1's counts, under ANY 2
+# both, and s1 is stalled below the lease.
 #
 # The window is shorter than the machine's scheduling noise, so the test
 # holds it open: the primary's wall clock (CLOCK_REALTIME, which flakeid
@@ -144,64 +145,71 @@ my $id_ms_sql =
   q{SELECT (extract(epoch FROM flakeid_timestamp(id) - '2020-01-01 00:00:00+00') * 1000)::bigint
 	FROM (SELECT nextflake() AS id) s};
 
-reload_names('ANY 1 (s1, s2)', 's1=quorum s2=quorum');
 $primary->safe_psql('postgres', 'SELECT nextflake()');
+foreach my $round ([ 'FIRST 1 (s1, s2)', 's1=sync s2=potential', 'the method' ],
+	[ 'ANY 2 (s1, s2)', 's1=quorum s2=quorum', 'the number' ])
+{
+	my ($new_list, $new_states, $what) = @$round;
+	reload_names('ANY 1 (s1, s2)', 's1=quorum s2=quorum');
 
-# s1 stops receiving WAL; under ANY 1 s2 alone confirms, and the lease
-# moves on past everything s1 has
-my $receiver = $standby{s1}->safe_psql('postgres', 'SELECT pid FROM pg_stat_wal_receiver');
-ok(kill('STOP', $receiver), "s1's walreceiver is stopped");
-ok( wait_until(
-		sub {
-			my ($ret, $ms) = psql_state($primary, $id_ms_sql);
-			$ret == 0 && $ms > lease_on_disk($standby{s1}) + 200;
-		},
-		60),
-	'with s1 stalled, under ANY 1 the IDs pass the lease s1 has');
+	# s1 stops receiving WAL; under ANY 1 s2 alone confirms, and the
+	# lease moves on past everything s1 has
+	my $receiver = $standby{s1}->safe_psql('postgres', 'SELECT pid FROM pg_stat_wal_receiver');
+	ok(kill('STOP', $receiver), "$what: s1's walreceiver is stopped");
+	ok( wait_until(
+			sub {
+				my ($ret, $ms) = psql_state($primary, $id_ms_sql);
+				$ret == 0 && $ms > lease_on_disk($standby{s1}) + 200;
+			},
+			60),
+		"$what: with s1 stalled, under ANY 1 the IDs pass the lease s1 has");
 
-# The clock stands; a reload that changes nothing wakes the lease worker,
-# which stands by its reading (ANY 1) at that moment; then it is stopped.
-my $stand = clock_ms() + 20;
-stand_clock($stand);
-$primary->safe_psql('postgres', 'SELECT pg_reload_conf()');
-usleep(300_000);
-$primary->safe_psql('postgres', 'SELECT pg_reload_conf()');
-usleep(300_000);
-my ($worker) = server_processes($primary, qr/flakeid lease worker/);
-ok(kill('STOP', $worker), 'the lease worker is stopped');
-my $s1_lease = lease_on_disk($standby{s1});
-cmp_ok($s1_lease, '<', $stand, "the lease s1 has ($s1_lease) ends before the clock ($stand)");
+	# The clock stands; a reload that changes nothing wakes the lease
+	# worker, which stands by its reading (ANY 1) at that moment; then it
+	# is stopped.
+	my $stand = clock_ms() + 20;
+	stand_clock($stand);
+	$primary->safe_psql('postgres', 'SELECT pg_reload_conf()');
+	usleep(300_000);
+	$primary->safe_psql('postgres', 'SELECT pg_reload_conf()');
+	usleep(300_000);
+	my ($worker) = server_processes($primary, qr/flakeid lease worker/);
+	ok(kill('STOP', $worker), "$what: the lease worker is stopped");
+	my $s1_lease = lease_on_disk($standby{s1});
+	cmp_ok($s1_lease, '<', $stand, "$what: the lease s1 has ($s1_lease) ends before the clock ($stand)");
 
-# 10 ms on: the worker's reading counts (its method is the session's own),
-# a check of the standbys does not, and the session checks with ANY 1
-stand_clock($stand + 10);
-my ($ret, $out, $err) = psql_state($primary, $id_ms_sql);
-is($ret, 0, "with the worker's reading still counting, ANY 1 gives an ID on s2's lease")
-  or diag($err);
-cmp_ok($out, '>', $s1_lease, "above the lease s1 has") if $ret == 0;
+	# 10 ms on: the worker's reading counts (its number and method are the
+	# session's own), a check of the standbys does not, and the session
+	# checks with ANY 1
+	stand_clock($stand + 10);
+	my ($ret, $out, $err) = psql_state($primary, $id_ms_sql);
+	is($ret, 0, "$what: with the worker's reading still counting, ANY 1 gives an ID on s2's lease")
+	  or diag($err);
+	cmp_ok($out, '>', $s1_lease, "$what: above the lease s1 has") if $ret == 0;
 
-# Only the method changes; s1 is now the one synchronous standby
-reload_names('FIRST 1 (s1, s2)', 's1=sync s2=potential');
+	# Only the method or the number changes, and s1 counts now
+	reload_names($new_list, $new_states);
 
-# 20 ms on: the reading is as recent as before, but its method is not the
-# session's: the session asks every named standby, s1 lacks the lease
-stand_clock($stand + 20);
-($ret, $out, $err, my $state) = psql_state($primary, $id_ms_sql);
-isnt($ret, 0, 'a session that read FIRST 1 gets no ID that s1, its synchronous standby, lacks')
-  or diag("returned $out, above s1's lease $s1_lease");
-is($state, '55000', 'it times out waiting for the synchronous standbys')
-  or diag($err);
-like($err, qr/timed out waiting for the synchronous standbys/, 'the message names them');
+	# 20 ms on: the reading is as recent as before, but it is not the
+	# session's: the session asks every named standby, s1 lacks the lease
+	stand_clock($stand + 20);
+	($ret, $out, $err, my $state) = psql_state($primary, $id_ms_sql);
+	isnt($ret, 0, "$what: a session that read $new_list gets no ID that s1 lacks")
+	  or diag("returned $out, above s1's lease $s1_lease");
+	is($state, '55000', "$what: it times out waiting for the synchronous standbys")
+	  or diag($err);
+	like($err, qr/timed out waiting for the synchronous standbys/, "$what: the message names them");
 
-# Everything runs again: the clock, the worker, s1; IDs come again
-stand_clock(undef);
-kill('CONT', $worker);
-kill('CONT', $receiver);
-ok(ids_come_again($primary, 60),
-	'with s1 streaming and the worker running again, calls get IDs');
-ids_unique($primary,
-	'SELECT nextflake() AS id FROM generate_series(1, 1000)',
-	'after the clock runs again');
+	# Everything runs again: the clock, the worker, s1; IDs come again
+	stand_clock(undef);
+	kill('CONT', $worker);
+	kill('CONT', $receiver);
+	ok(ids_come_again($primary, 60),
+		"$what: with s1 streaming and the worker running again, calls get IDs");
+	ids_unique($primary,
+		'SELECT nextflake() AS id FROM generate_series(1, 1000)',
+		"$what: after the clock runs again");
+}
 
 $standby{$_}->stop foreach sort keys %standby;
 $primary->stop;

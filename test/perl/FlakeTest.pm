@@ -206,12 +206,13 @@ sub psql_state
 }
 
 # Calls that need IDs the synchronous standbys have not confirmed, one
-# after another, each in a session of its own with a 1 s statement
+# after another, each in a session of its own with a 500 ms statement
 # timeout: each must wait and fail (with the statement timeout, 57014, or
 # the lease's own bound, 55000), never return an ID.  One after another:
-# a call that comes a second or two after the one before checks later
-# states of the standbys and of the lease worker's reading (run at once,
-# the three let a mutant of that reading survive 059).  Asserts it for
+# a call that comes half a second or more after the one before checks
+# later states of the standbys and of the lease worker's reading, whose
+# own bound is 50 ms (run at once, the three let a mutant of that reading
+# survive 059).  Asserts it for
 # each, as "$phase: CALL $what"; returns the IDs returned anyway.
 sub calls_must_wait
 {
@@ -221,7 +222,7 @@ sub calls_must_wait
 		'SELECT nextflakes(1) FROM generate_series(1, 3)')
 	{
 		my ($ret, $out, $err, $state) = psql_state($node,
-			"SET statement_timeout = '1s';\n$call;");
+			"SET statement_timeout = '500ms';\n$call;");
 		push @returned, grep { /^\d+$/ } split /\n/, $out;
 		ok($ret != 0 && defined $state && $state =~ /^(57014|55000)$/, "$phase: $call $what")
 		  or diag("exit code $ret, SQLSTATE " . ($state // 'none') . "\n$err");

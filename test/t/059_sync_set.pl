@@ -65,8 +65,7 @@ my @after_switch;
 
 sub note_returned
 {
-	my ($out) = @_;
-	foreach my $id (grep { /^\d+$/ } split /\n/, $out)
+	foreach my $id (grep { /^\d+$/ } @_)
 	{
 		$max_returned = $id if $id > $max_returned;
 	}
@@ -119,7 +118,7 @@ sub burst
 SELECT nextflakes(20000000) LIMIT 1;
 SELECT nextflake();
 SELECT flakeid_timestamp(last_id) > clock_timestamp() + interval '4 s' FROM flakeid_status();});
-	note_returned($out);
+	note_returned(split /\n/, $out);
 	like($out, qr/t$/, 'a burst confirmed by s1 runs 4 s ahead of the clock');
 	return;
 }
@@ -130,7 +129,7 @@ sub calls_wait
 {
 	my ($phase) = @_;
 	my @ids = calls_must_wait($primary, $phase, 'returns no ID that s2 has not flushed');
-	note_returned(join("\n", @ids));
+	note_returned(@ids);
 	push @after_switch, @ids;
 	return;
 }
@@ -158,7 +157,7 @@ my $receiver = stall_s2();
 {
 	my ($ret, $out, $err, $state) = psql_state($primary,
 		"SET statement_timeout = '1s';\nSELECT nextflakes(20000000) LIMIT 1;");
-	note_returned($out);
+	note_returned(split /\n/, $out);
 	ok($ret != 0 && defined $state && $state =~ /^(57014|55000)$/,
 		'FIRST 2, s2 behind: a call past the lease both have waits for s2')
 	  or diag("exit code $ret, SQLSTATE " . ($state // 'none') . "\n$err");
@@ -249,7 +248,7 @@ foreach my $round (
 		  . "THEN nextflake()::text ELSE 'not yet' END;\n\\q\n";
 		$quick->finish;
 		my @ids = $out =~ /^id (\d+)$/mg;
-		note_returned(join("\n", @ids));
+		note_returned(@ids);
 		push @after_switch, @ids;
 		ok(!@ids, "$phase: a session that took the reload in at once returns no ID that s2 has not flushed")
 		  or diag("$out\n$err");
@@ -283,7 +282,7 @@ foreach my $round (
 	{
 		$early->finish;
 		my @ids = $early_err =~ /NOTICE:\s+flakeid (\d+)/g;
-		note_returned(join("\n", @ids));
+		note_returned(@ids);
 		push @after_switch, @ids;
 		ok(!@ids && $early_err =~ /statement timeout/,
 			"$phase: a statement that began before the reload returns no ID that s2 has not flushed")

@@ -1,6 +1,11 @@
 # Four sessions insert 250,000 rows each with DEFAULT nextflake() while
 # parallel queries call nextflake() in parallel workers: every ID unique,
-# each session's IDs increasing in insert order.
+# each session's IDs increasing in insert order, and every ID counted in
+# flakeid_status().  Each process counts its IDs in a slot of its own, by
+# its place among the server's processes; without WAL senders the
+# background workers, parallel ones included, have the last places before
+# the auxiliary processes', and prepared transactions have places after
+# those: once more with room for 30 of them, the workers' IDs count.
 
 use strict;
 use warnings;
@@ -99,6 +104,20 @@ WHERE flakeid_node(id) <> 13}),
 my $status = status_of($node);
 ok($status->{issued} >= 1_000_000 + 3 * 400_000,
 	"flakeid_status() counts the IDs issued, workers included ($status->{issued})");
+
+$node->append_conf('postgresql.conf', 'max_prepared_transactions = 30');
+$node->restart;
+my $analyze = $node->safe_psql('postgres',
+	    $parallel
+	  . "EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF) "
+	  . "CREATE TABLE par4 AS SELECT nextflake() AS id FROM big");
+my @rows = $analyze =~ /Worker \d+:\s+actual rows=(\d+)/g;
+ok(@rows && (grep { $_ > 0 } @rows),
+	'with max_prepared_transactions = 30, parallel workers call nextflake()')
+  or diag($analyze);
+$status = status_of($node);
+ok($status->{issued} >= 400_000,
+	"with max_prepared_transactions = 30, flakeid_status() counts the workers' IDs ($status->{issued})");
 
 $node->stop;
 done_testing();

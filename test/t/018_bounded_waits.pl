@@ -51,10 +51,15 @@ sub attack
 			'-U', 'attacker', 'attackdb'
 		],
 		'>', \$out, '2>', \$err, run_timeout($seconds + 120));
+	# all four attacking sessions connected, so that a lead left over from
+	# an earlier burst cannot pass for theirs
 	ok( wait_until(
 			sub {
-				$node->safe_psql('postgres', 'SELECT lead_ms FROM flakeid_status()')
-				  >= $max_lead - 200;
+				$node->safe_psql(
+					'postgres', qq{
+SELECT (SELECT count(*) FROM pg_stat_activity WHERE usename = 'attacker') = 4
+	AND lead_ms >= $max_lead - 200
+FROM flakeid_status()}) eq 't';
 			},
 			30, 0.05),
 		'the attack keeps the IDs close to flakeid.max_lead ahead of the clock');
@@ -129,7 +134,8 @@ FROM (SELECT nextflake() AS id) s});
 {
 	$node->append_conf('postgresql.conf', "flakeid.max_clock_wait = '100ms'");
 	$node->reload;
-	my ($h, $out, $err) = attack(4);
+	my ($h, $out, $err, $runs_until) = attack(5);
+	cmp_ok($runs_until - time(), '>=', 1, 'the attack runs a second or more after it is under way');
 	my ($ret, $res, $stderr, $state) = psql_state(
 		$node,
 		"SET statement_timeout = '5s';\nSELECT count(*) FROM nextflakes(1000000);",

@@ -1,9 +1,9 @@
 # The state file fails after it opened: a write that stops short (a full
-# disk), a read or fstat() that fails (EIO) and a failing fsync of the
-# data directory, through a small preload library that acts on
-# flakeid.state and the data directory alone while a switch file exists.  015 makes
-# the file unwritable at open; here the open succeeds and the write or
-# read fails.
+# disk) or fails (EIO), a read or fstat() that fails (EIO) and a failing
+# fsync of the data directory, through a small preload library that acts
+# on flakeid.state and the data directory alone while a switch file
+# exists.  015 makes the file unwritable at open; here the open succeeds
+# and the write or read fails.
 #
 # 0. The fsync of the data directory fails after the first write made
 #    the file: no ID comes until a later write fsyncs the directory.
@@ -20,6 +20,9 @@
 # 4. Writes stop short while flakeid_accept_layout() writes a new
 #    layout's lease: the accept fails and takes nothing; after a crash,
 #    recovery replays the lease it sent to WAL, above every earlier ID.
+# 5. Only the second write of a renewal, of the copy at offset 0, fails
+#    (EIO), after the copy at 4096 was written: the renewal fails, and no
+#    ID reaches the lease of the copy at 0, which is still valid.
 
 use strict;
 use warnings;
@@ -70,7 +73,10 @@ failing(int fd, const char *what)
 	return access(path, F_OK) == 0;
 }
 
-/* A write that stops after 12 bytes, within a record's serial, as on a full disk. */
+/*
+ * A write that stops after 12 bytes, within a record's serial, as on a
+ * full disk; and one at offset 0 that fails with EIO, writing nothing.
+ */
 #define PWRITE_SHIM(fname) \
 ssize_t \
 fname(int fd, const void *buf, size_t n, off_t off) \
@@ -81,6 +87,11 @@ fname(int fd, const void *buf, size_t n, off_t off) \
 		next = (pwrite_f) dlsym(RTLD_NEXT, #fname); \
 	if (n > 12 && failing(fd, "write")) \
 		n = 12; \
+	if (off == 0 && failing(fd, "eio0")) \
+	{ \
+		errno = EIO; \
+		return -1; \
+	} \
 	return next(fd, buf, n, off); \
 }
 
@@ -384,6 +395,45 @@ start_node();
 is($node->safe_psql('postgres', 'SELECT node_bits FROM flakeid_status()'),
 	'14', 'after a crash, recovery replayed the lease of the failed accept: node_bits 14');
 phase_above_all(5, 'IDs under the replayed layout are above every earlier one');
+# 5. A renewal's second write, of the copy at offset 0, fails with EIO
+#    and writes nothing, after the copy at 4096 was written whole: the
+#    renewal fails all the same, and generation stops with the I/O
+#    error once the lease runs out.  The copy at 0 still holds the lease
+#    before, and stays valid, so no ID may reach it.  The same after a
+#    clean restart; after a crash, IDs are above every earlier one.
+switch_on('eio0');
+{
+	local $ENV{PGOPTIONS} = '-c statement_timeout=60s';
+	($ret, $out, $err, $state) =
+	  psql_state($node, 'CALL generate_until_error(6, 5000000)');
+}
+is($state, '58030', 'the copy at offset 0 failing its writes: generation stops with the I/O error')
+  or diag($err);
+like($err, qr/could not renew the flakeid time lease in file "flakeid\.state": Input\/output error/,
+	'the error names the file and the failed write');
+$issued = $node->safe_psql('postgres', 'SELECT count(*) FROM ids WHERE phase = 6');
+cmp_ok($issued, '>', 0, "the session had IDs first ($issued)");
+@copies = state_file_copies($node);
+@valid = grep { $_->{valid} eq 't' } @copies;
+my %at = map { $_->{offset} => $_ } @valid;
+ok( $at{0} && $at{4096} && $at{4096}{serial} > $at{0}{serial}
+	  && $at{4096}{lease_end_ms} > $at{0}{lease_end_ms},
+	'both copies are valid, the one at 4096 holds a newer lease than the one at 0')
+  or diag(explain(\@copies));
+($lease) = sort { $a <=> $b } map { $_->{lease_end_ms} } @valid;
+is($node->safe_psql('postgres', "SELECT count(*) FROM ids WHERE $ms_of >= $lease"),
+	0, "no ID reaches the lease of the copy at 0 ($lease ms)");
+# a clean restart (its lease worker writes its coverage counters on the
+# way), and the new worker's renewal fails the same way; then a crash
+$node->stop;
+start_node();
+fails_with($node, 'SELECT nextflake()', '58030',
+	'after a clean restart, with the copy at offset 0 still failing');
+crash_node($node);
+switch_off('eio0');
+start_node();
+phase_above_all(7, 'after a crash, IDs are above every earlier one');
+
 is($node->safe_psql('postgres', 'SELECT count(*) - count(DISTINCT id) FROM ids'),
 	0, 'no ID was issued twice');
 

@@ -1,7 +1,8 @@
 # A clock outside the 41-bit time range of the layout is an error, never a
 # wrapped, truncated or negative ID: before flakeid.epoch, past its 2^41 ms
 # for every flakeid.node_bits from 0 to 16, a reservation that would cross
-# the end of the range, and a new layout whose range the old IDs used up.
+# the end of the range, a new layout whose range the old IDs used up, and
+# a standby promoted so near the end that its floor lies past it.
 
 use strict;
 use warnings;
@@ -134,5 +135,39 @@ is($moved->safe_psql('postgres', 'SELECT state FROM flakeid_status()'),
 fails_with($moved, 'SELECT nextflake()', '55000',
 	'and nothing is generated, negative or otherwise');
 $moved->stop;
+
+# A standby promoted near the end of the range, which never received the
+# old primary's last leases: the floor above every ID the old primary can
+# have returned (its clock plus flakeid.max_lead, a lease and
+# flakeid.max_clock_skew) lies past the range, and the old primary did use
+# the range to its last tick, so the promoted server returns no ID at all.
+# The clock starts 50 s before the end, with flakeid.max_lead = 60s.
+my $old = flake_node('end_primary', node_id => 4, quiet => 1, streaming => 1,
+	conf => "flakeid.node_bits = 16\nflakeid.max_lead = 60s\nflakeid.max_batch = 10000000");
+my $offset = offset_to($end - 50);
+start_faked($old, $offset);
+$old->safe_psql('postgres', 'CREATE EXTENSION flakeid; SELECT nextflakes(1000)');
+$old->backup('end_backup');
+my $new = PostgreSQL::Test::Cluster->new('end_standby');
+$new->init_from_backup($old, 'end_backup', has_streaming => 1);
+start_faked($new, $offset);
+$old->wait_for_catchup($new);
+$new->stop;
+# a second of IDs ahead of the clock first, so that the next call starts
+# right after them (as above)
+my $old_tick = $old->safe_psql('postgres', 'SELECT max(' . tick_sql('id', 16) . ') FROM nextflakes(64000) id');
+is( $old->safe_psql(
+		'postgres', 'SELECT max(' . tick_sql('id', 16) . ') FROM nextflakes(' . ($end_tick - $old_tick) . ') id'),
+	$end_tick,
+	'with the standby stopped, the old primary returns IDs up to the last tick of the range');
+$old->stop;
+start_faked($new, $offset);
+$new->promote;
+$e = fails_with($new, 'SELECT nextflake()', '22008',
+	'the standby promoted without those leases returns no ID');
+like($e, qr/flakeid values would pass the end of the layout's time range/,
+	'the error says the range would be passed, not that the clock is out of it')
+  or diag('the clock is ' . ($new->safe_psql('postgres', 'SELECT extract(epoch FROM clock_timestamp())') - $end) . ' s from the end');
+$new->stop;
 
 done_testing();

@@ -2,10 +2,9 @@
 # parallel queries call nextflake() in parallel workers: every ID unique,
 # each session's IDs increasing in insert order, and every ID counted in
 # flakeid_status().  Each process counts its IDs in a slot of its own, by
-# its place among the server's processes; without WAL senders the
-# background workers, parallel ones included, have the last places before
-# the auxiliary processes', and prepared transactions have places after
-# those: once more with room for 30 of them, the workers' IDs count.
+# its place among the server's processes, where prepared transactions
+# have places too (after the parallel workers' on 15): once more with
+# room for 30 of them, the workers' IDs count.
 
 use strict;
 use warnings;

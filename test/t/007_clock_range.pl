@@ -1,8 +1,9 @@
 # A clock outside the 41-bit time range of the layout is an error, never a
 # wrapped, truncated or negative ID: before flakeid.epoch, past its 2^41 ms
 # for every flakeid.node_bits from 0 to 16, a reservation that would cross
-# the end of the range, a new layout whose range the old IDs used up, and
-# a standby promoted so near the end that its floor lies past it.
+# the end of the range, a new layout whose range the old IDs used up, a
+# standby promoted so near the end that its floor lies past it, and one
+# promoted before the epoch, whose floor is the epoch.
 
 use strict;
 use warnings;
@@ -143,7 +144,7 @@ $moved->stop;
 # the range to its last tick, so the promoted server returns no ID at all.
 # The clock starts 50 s before the end, with flakeid.max_lead = 60s.
 my $old = flake_node('end_primary', node_id => 4, quiet => 1, streaming => 1,
-	conf => "flakeid.node_bits = 16\nflakeid.max_lead = 60s\nflakeid.max_batch = 10000000");
+	conf => "flakeid.node_bits = 16\nflakeid.max_lead = 60s");
 my $offset = offset_to($end - 50);
 start_faked($old, $offset);
 $old->safe_psql('postgres', 'CREATE EXTENSION flakeid; SELECT nextflakes(1000)');
@@ -168,6 +169,32 @@ $e = fails_with($new, 'SELECT nextflake()', '22008',
 like($e, qr/flakeid values would pass the end of the layout's time range/,
 	'the error says the range would be passed, not that the clock is out of it')
   or diag('the clock is ' . ($new->safe_psql('postgres', 'SELECT extract(epoch FROM clock_timestamp())') - $end) . ' s from the end');
+# the floor is a lease the state file can hold: after a restart, the same
 $new->stop;
+start_faked($new, $offset);
+fails_with($new, 'SELECT nextflake()', '22008', 'after a restart too');
+$new->stop;
+
+# A standby promoted while the clock reads before flakeid.epoch, with no
+# lease recorded (none can be made before the epoch): its floor is the
+# epoch itself, a valid lease in both copies of the state file, and no ID
+# comes until the clock reaches the epoch.
+my $before = flake_node('future_primary', node_id => 5, quiet => 1, streaming => 1,
+	conf => q{flakeid.epoch = '2199-01-01 00:00:00+00'});
+$before->start;
+$before->safe_psql('postgres', 'CREATE EXTENSION flakeid');
+$before->backup('future_backup');
+my $promoted = PostgreSQL::Test::Cluster->new('future_standby');
+$promoted->init_from_backup($before, 'future_backup', has_streaming => 1);
+$before->stop;
+$promoted->start;
+$promoted->promote;
+fails_with($promoted, 'SELECT nextflake()', '22008',
+	'promoted before the epoch: the clock reads before it');
+is( $promoted->safe_psql(
+		'postgres', 'SELECT count(*), bool_and(valid), min(lease_end_ms), max(lease_end_ms) FROM flakeid_state_file()'),
+	'2|t|0|0',
+	'its floor is the epoch, in both copies of the state file');
+$promoted->stop;
 
 done_testing();

@@ -3,8 +3,8 @@
 # each session's IDs increasing in insert order, and every ID counted in
 # flakeid_status().  Each process counts its IDs in a slot of its own, by
 # its place among the server's processes, where prepared transactions
-# have places too (after the parallel workers' on 15): once more with
-# room for 30 of them, the workers' IDs count.
+# have places too, after the parallel workers': once more with room for
+# 30 of them, the workers' IDs count.
 
 use strict;
 use warnings;

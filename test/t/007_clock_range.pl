@@ -152,13 +152,16 @@ $old->backup('end_backup');
 my $new = PostgreSQL::Test::Cluster->new('end_standby');
 $new->init_from_backup($old, 'end_backup', has_streaming => 1);
 start_faked($new, $offset);
-$old->wait_for_catchup($new);
+catch_up($old, $new);
 $new->stop;
 # a second of IDs ahead of the clock first, so that the next call starts
-# right after them (as above)
-my $old_tick = $old->safe_psql('postgres', 'SELECT max(' . tick_sql('id', 16) . ') FROM nextflakes(64000) id');
+# right after them (as above); both calls in one statement, so that the
+# second one comes well within that second
+my $id_tick = tick_sql('id', 16);
 is( $old->safe_psql(
-		'postgres', 'SELECT max(' . tick_sql('id', 16) . ') FROM nextflakes(' . ($end_tick - $old_tick) . ') id'),
+		'postgres', qq{
+	WITH first AS (SELECT max($id_tick) AS t FROM nextflakes(64000) id)
+	SELECT max($id_tick) FROM first, LATERAL nextflakes(($end_tick - first.t)::int) id}),
 	$end_tick,
 	'with the standby stopped, the old primary returns IDs up to the last tick of the range');
 $old->stop;

@@ -51,6 +51,8 @@ $node->poll_query_until('postgres', 'SELECT node_id IS NULL FROM flakeid_status(
   or die 'node id was not unset';
 fails_with($node, 'SELECT nextflake()', '55000',
 	'after a reload that removes it');
+ok($node->wait_for_log(qr/flakeid\.node_id is no longer set; IDs will not be generated/),
+	'the log says the node id is no longer set');
 $node->stop;
 
 # 1024 does not fit in the default 10 node bits

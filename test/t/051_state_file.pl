@@ -256,6 +256,18 @@ foreach my $impossible ([ node_bits => 99 ], [ lease_end => 1 << 50 ], [ reserve
 		'0', "$what: neither copy is valid");
 	$node->stop;
 }
+# So is a record in a slot its version never used: version 3 at offset
+# 512, where only version 1 kept a copy, and version 1 at 4096.
+write_state_file($node,
+	512  => state_file_record(%lease, serial => 10, lease_end => $newer_end),
+	4096 => state_file_record(%lease, serial => 10, lease_end => $newer_end, version => 1, no_timeline => 1));
+$node->start;
+fails_with($node, 'SELECT nextflake()', 'XX001', 'version 3 at offset 512 and version 1 at 4096');
+is( $node->safe_psql('postgres',
+		q{SELECT string_agg(format('%s/%s', "offset", valid), ',' ORDER BY "offset") FROM flakeid_state_file()}),
+	'0/f,512/f,4096/f',
+	'version 3 at offset 512 and version 1 at 4096: neither copy is valid');
+$node->stop;
 # Offset 512, where flakeid 1.1 kept its second copy, is shown as a
 # damaged copy as soon as any byte of it is not zero (the first or the
 # last), and is left out while it is all zeros.

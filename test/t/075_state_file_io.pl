@@ -23,6 +23,12 @@
 # 5. Only the second write of a renewal, of the copy at offset 0, fails
 #    (EIO), after the copy at 4096 was written: the renewal fails, and no
 #    ID reaches the lease of the copy at 0, which is still valid.
+# 6. A file of flakeid 1.1 (format version 1: copies at offsets 0 and
+#    512, the newer at 512).  The first write of a process writes the
+#    copies at 4096 and 0, then reads and zeroes the one at 512, which
+#    flakeid 1.1 would still read after a downgrade: the write at 0, the
+#    read at 512 or the write at 512 failing fails the renewal, and the
+#    copy at 512 stays until a write zeroes it.
 
 use strict;
 use warnings;
@@ -75,7 +81,8 @@ failing(int fd, const char *what)
 
 /*
  * A write that stops after 12 bytes, within a record's serial, as on a
- * full disk; and one at offset 0 that fails with EIO, writing nothing.
+ * full disk; and one at offset 0 or 512 that fails with EIO, writing
+ * nothing.
  */
 #define PWRITE_SHIM(fname) \
 ssize_t \
@@ -87,7 +94,8 @@ fname(int fd, const void *buf, size_t n, off_t off) \
 		next = (pwrite_f) dlsym(RTLD_NEXT, #fname); \
 	if (n > 12 && failing(fd, "write")) \
 		n = 12; \
-	if (off == 0 && failing(fd, "eio0")) \
+	if ((off == 0 && failing(fd, "eio0")) || \
+		(off == 512 && failing(fd, "eio512"))) \
 	{ \
 		errno = EIO; \
 		return -1; \
@@ -95,7 +103,7 @@ fname(int fd, const void *buf, size_t n, off_t off) \
 	return next(fd, buf, n, off); \
 }
 
-/* A read that fails, as on a failing disk. */
+/* A read that fails, as on a failing disk; or only a read at offset 512. */
 #define PREAD_SHIM(fname) \
 ssize_t \
 fname(int fd, void *buf, size_t n, off_t off) \
@@ -104,7 +112,7 @@ fname(int fd, void *buf, size_t n, off_t off) \
 \
 	if (next == NULL) \
 		next = (pread_f) dlsym(RTLD_NEXT, #fname); \
-	if (failing(fd, "read")) \
+	if (failing(fd, "read") || (off == 512 && failing(fd, "rio512"))) \
 	{ \
 		errno = EIO; \
 		return -1; \
@@ -401,20 +409,27 @@ phase_above_all(5, 'IDs under the replayed layout are above every earlier one');
 #    error once the lease runs out.  The copy at 0 still holds the lease
 #    before, and stays valid, so no ID may reach it.  The same after a
 #    clean restart; after a crash, IDs are above every earlier one.
-# IDs first, so that the lease reaches past the start of the call below
-$node->safe_psql('postgres', 'INSERT INTO ids SELECT nextflake(), 6 FROM generate_series(1, 1000)');
-switch_on('eio0');
+# The call turns the failure on itself (COPY writes the switch file)
+# after its first 1000 IDs, so that it generates under a lease written
+# before the failure, however slowly it started.
 {
 	local $ENV{PGOPTIONS} = '-c statement_timeout=60s';
-	($ret, $out, $err, $state) =
-	  psql_state($node, 'CALL generate_until_error(6, 5000000)');
+	($ret, $out, $err, $state) = psql_state(
+		$node, qq{DO \$\$
+BEGIN
+	INSERT INTO ids SELECT nextflake(), 6 FROM generate_series(1, 1000);
+	COMMIT;
+	COPY (SELECT 1) TO '$switch.eio0';
+	CALL generate_until_error(6, 5000000);
+END \$\$});
 }
+ok(-e "$switch.eio0", 'the call turned the failure of the copy at offset 0 on');
 is($state, '58030', 'the copy at offset 0 failing its writes: generation stops with the I/O error')
   or diag($err);
 like($err, qr/could not renew the flakeid time lease in file "flakeid\.state": Input\/output error/,
 	'the error names the file and the failed write');
 $issued = $node->safe_psql('postgres', 'SELECT count(*) FROM ids WHERE phase = 6');
-cmp_ok($issued, '>', 1000, 'the call had IDs first (' . ($issued - 1000) . ')');
+cmp_ok($issued, '>', 1000, 'the call had IDs after the failure began (' . ($issued - 1000) . ')');
 @copies = state_file_copies($node);
 @valid = grep { $_->{valid} eq 't' } @copies;
 my %at = map { $_->{offset} => $_ } @valid;
@@ -435,6 +450,52 @@ crash_node($node);
 switch_off('eio0');
 start_node();
 phase_above_all(7, 'after a crash, IDs are above every earlier one');
+
+# 6. The file of flakeid 1.1, its lease above every ID so far.
+sub copies_summary
+{
+	return join ',', map { "$_->{offset}/$_->{version}/$_->{valid}" } state_file_copies($node);
+}
+$lease = lease_on_disk($node);
+$node->stop;
+my %v1 = (version => 1, no_timeline => 1, epoch_ms => 1577836800000, node_bits => 14, node_id => 75);
+write_state_file(
+	$node,
+	0   => state_file_record(%v1, serial => 1, lease_end => $lease),
+	512 => state_file_record(%v1, serial => 2, lease_end => $lease + 1));
+switch_on('eio0');
+start_node();
+is(copies_summary(), '0/1/t,512/1/t', 'the version 1 file is read: its two copies, both valid');
+fails_with($node, 'SELECT nextflake()', '58030',
+	'the first write to a version 1 file failing at offset 0, after the copy at 4096: no ID');
+is(copies_summary(), '0/1/t,512/1/t,4096/3/t',
+	'the copy at 4096 was written, the two version 1 copies are still there');
+$node->stop;
+switch_off('eio0');
+my $log_at = -s $node->logfile;
+start_node();
+ok( $node->log_contains(
+		qr/has a damaged copy of the time lease.*\n.*The copy at offset 0 is not valid; the lease is read from the copy at offset 4096/,
+		$log_at),
+	'a version 1 copy at 0 beside a newer one at 4096 is reported as a damaged twin');
+switch_on('rio512');
+fails_with($node, 'SELECT nextflake()', '58030',
+	'the copy at 512 failing to be read before it is zeroed: no ID');
+# a restart before the write fails, so that the call's error comes from
+# that write, and not from the failed read, which calls are told of until
+# a write succeeds
+$node->stop;
+switch_off('rio512');
+switch_on('eio512');
+start_node();
+fails_with($node, 'SELECT nextflake()', '58030',
+	'the copy at 512 failing to be zeroed: no ID');
+is(copies_summary(), '0/3/t,512/1/t,4096/3/t', 'both new copies written, the version 1 copy at 512 still there');
+switch_off('eio512');
+ok(ids_come_again($node, 60, 'INSERT INTO ids SELECT nextflake(), 8'),
+	'with the copy at 512 writable again, IDs come again');
+phase_above_all(8, 'once the copy at 512 is zeroed, IDs are above every earlier one');
+is(copies_summary(), '0/3/t,4096/3/t', 'and the version 1 copy at 512 is gone');
 
 is($node->safe_psql('postgres', 'SELECT count(*) - count(DISTINCT id) FROM ids'),
 	0, 'no ID was issued twice');

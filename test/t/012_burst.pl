@@ -24,6 +24,13 @@ my $max_lead = $node->safe_psql('postgres',
 is($max_lead, 5000, 'flakeid.max_lead is the default, 5000 ms');
 my $tick = tick_sql('id');
 
+# Before the bursts, the server's first ID: flakeid_status() counts it
+# and shows it as the last one.
+my $first = $node->safe_psql('postgres', 'SELECT nextflake()');
+is( $node->safe_psql('postgres',
+		"SELECT issued, last_id = '$first', last_time = flakeid_timestamp('$first') FROM flakeid_status()"),
+	'1|t|t', 'after the first ID, flakeid_status() counts one issued and shows it as the last');
+
 # One backend: 3 million single calls, then 2 million in 20 batches.
 is( $node->safe_psql(
 		'postgres',

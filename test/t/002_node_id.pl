@@ -37,6 +37,13 @@ $node->safe_psql('postgres',
 	"ALTER SYSTEM SET flakeid.node_id = 77;\nSELECT pg_reload_conf();");
 $node->poll_query_until('postgres', 'SELECT node_id = 77 FROM flakeid_status()')
   or die 'node id 77 was not adopted';
+# Adopting it asks for no lease: once the lease worker sleeps again, with
+# no ID asked for, it has written none (the state file is still missing).
+$node->poll_query_until('postgres',
+	q{SELECT wait_event = 'Extension' FROM pg_stat_activity WHERE backend_type = 'flakeid lease worker'})
+  or die 'the lease worker did not go back to sleep';
+is($node->safe_psql('postgres', 'SELECT count(*) FROM flakeid_state_file()'),
+	'0', 'adopting the first node id on an idle server writes no lease');
 is($node->safe_psql('postgres',
 		'SELECT bool_and(flakeid_node(id) = 77) FROM nextflakes(1000) id'),
 	't', 'after a reload that sets it, IDs decode to the node id');

@@ -14,8 +14,8 @@
  * backends.  No lock, no I/O, no allocation.
  *
  * Around the reservation, a call reads the generator's word (status,
- * node id, generation) before and after: when a node id or layout was
- * adopted in between, the ticks are dropped and the call starts over.
+ * node id, generation) before and after: when it changed in between (a
+ * node id, layout or lease taken in), the ticks are dropped; it starts over.
  * After it, the call checks what the ticks may not be: past the layout's
  * time range (an error), further ahead of the clock than flakeid.max_lead
  * (it sleeps), or at or past the durable lease (it waits for the lease

@@ -23,7 +23,12 @@
 #      statement begun before the reload).
 #   8. FIRST 2 (s1, s2) and ANY 2 (s1, s2) with s2 stopped: fewer named
 #      standbys connected than a commit waits for, with the lease worker
-#      running and with it stopped;
+#      running and with it stopped; meanwhile a call waits longer than
+#      10 s while the lease worker goes away twice, 11 s apart, and
+#      returns once s2 is back;
+#   9. FIRST 1 (*), s2 behind: both standbys have one priority, and
+#      PostgreSQL takes the one in the lower WAL sender slot, s2, since it
+#      connected first; s1's confirmation does not count;
 #   7. 's1', s2 asynchronous: the list is reloaded to 's2' while the lease
 #      worker is stopped (SIGSTOP), and again once it runs.
 #
@@ -38,7 +43,7 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
+use Time::HiRes qw(usleep time);
 
 # The WAL that fills s2's connection is kept for it, so that it catches up
 # however it reconnects.
@@ -291,6 +296,58 @@ foreach my $round (
 	recover($receiver, 0);
 }
 
+# While s2 is stopped in round 8, a call waits for its lease longer than
+# FLAKE_WORKER_WAIT_MS (10 s), and the lease worker goes away twice, 11 s
+# apart, back each time within its restart interval (1 s).  The call gives
+# up only on a worker gone 10 s in a row: it waits on, and once s2 is back
+# it returns its IDs.  Returns with s2 still stopped, the call waiting,
+# and flakeid.max_lease_wait 60 s until it is done.
+sub worker_gone_twice
+{
+	my ($phase) = @_;
+	$primary->safe_psql('postgres',
+		"ALTER SYSTEM SET flakeid.max_lease_wait = '60s';\nSELECT pg_reload_conf();");
+	ok( wait_until(
+			sub {
+				$primary->safe_psql('postgres',
+					q{SELECT setting = '60000' FROM pg_settings WHERE name = 'flakeid.max_lease_wait'}) eq 't';
+			},
+			30),
+		"$phase: flakeid.max_lease_wait is 60 s");
+	my %c = (out => '', err => '');
+	$c{h} = IPC::Run::start(
+		[
+			'psql', '-XAtq', '-v', 'VERBOSITY=verbose', '-d', $primary->connstr('postgres'),
+			'-c', "SET statement_timeout = '50s'",
+			'-c', 'SELECT count(*) FROM nextflakes(10) /* twice gone */'
+		],
+		'>', \$c{out}, '2>', \$c{err}, run_timeout(120));
+	ok( wait_until(
+			sub {
+				$primary->safe_psql('postgres', q{
+SELECT count(*) FROM pg_stat_activity
+WHERE query LIKE '%twice gone%' AND wait_event = 'Extension' AND pid <> pg_backend_pid()}) eq '1';
+			},
+			30),
+		"$phase: a call waits for its lease");
+	foreach my $gone (1, 2)
+	{
+		my $worker = lease_worker();
+		my $at = time();
+		$primary->safe_psql('postgres', "SELECT pg_terminate_backend($worker)");
+		ok(wait_until(sub { my $w = lease_worker(); $w ne '' && $w != $worker }, 30),
+			"$phase: the lease worker is back after going away ($gone)");
+		# more than 10 s after the call saw the worker gone the first time
+		usleep((11 - (time() - $at)) * 1_000_000) if $gone == 1 && time() - $at < 11;
+	}
+	usleep(500_000);
+	is( $primary->safe_psql('postgres', q{
+SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%twice gone%' AND pid <> pg_backend_pid()}),
+		'1',
+		"$phase: a call still waits after the lease worker went away twice, 11 s apart, about 1 s each");
+	return \%c;
+}
+
 # Round 8: fewer named standbys connected than a commit waits for:
 # FIRST 2 and ANY 2 of s1 and s2 with s2 stopped (gone, not behind), the
 # lease worker running or stopped (SIGSTOP) for longer than its reading
@@ -323,9 +380,51 @@ foreach my $round (
 	}
 	calls_wait($phase);
 	kill('CONT', $worker) if $how eq 'stopped';
+	my $long_call = $list =~ /^FIRST/ && $how eq 'running' ? worker_gone_twice($phase) : undef;
 	$standby{s2}->start;
+	if ($long_call)
+	{
+		$long_call->{h}->finish;
+		is($long_call->{out} =~ s/\s+\z//r, '10',
+			"$phase: the call that waited through two absences of the lease worker returned its IDs once s2 was back")
+		  or diag($long_call->{err});
+		$primary->safe_psql('postgres',
+			"ALTER SYSTEM RESET flakeid.max_lease_wait;\nSELECT pg_reload_conf();");
+	}
 	$primary->wait_for_catchup($_, 'flush', $primary->lsn('insert')) foreach values %standby;
 }
+
+# Round 9: FIRST 1 (*): every standby matches with priority 1, and a
+# commit waits for the one whose WAL sender has the lowest slot.  s2
+# connects first, so it is synchronous and s1 only potential: s1's flush
+# confirms nothing.
+$_->stop('fast') foreach values %standby;
+ok( wait_until(
+		sub { $primary->safe_psql('postgres', 'SELECT count(*) FROM pg_stat_replication') eq '0' }, 60),
+	'every WAL sender has exited');
+$standby{s2}->start;
+ok( wait_until(
+		sub {
+			$primary->safe_psql('postgres',
+				q{SELECT count(*) FROM pg_stat_replication WHERE application_name = 's2' AND state = 'streaming'})
+			  eq '1';
+		},
+		60),
+	's2 streams before s1 connects');
+$standby{s1}->start;
+set_list('FIRST 1 (*)', 's1=potential s2=sync');
+$receiver = stall_s2();
+{
+	my ($ret, $out, $err, $state) = psql_state($primary,
+		"SET statement_timeout = '1s';\nSELECT nextflakes(20000000) LIMIT 1;");
+	note_returned(split /\n/, $out);
+	push @after_switch, grep { /^\d+$/ } split /\n/, $out;
+	ok($ret != 0 && defined $state && $state =~ /^(57014|55000)$/,
+		'FIRST 1 (*), s2 synchronous and behind: a call past the lease s2 has waits for s2, not for s1')
+	  or diag("exit code $ret, SQLSTATE " . ($state // 'none') . "\n$err");
+}
+calls_wait('FIRST 1 (*), s2 synchronous and behind');
+recover($receiver, 0);
 
 # Round 7: the list changes while the lease worker is stopped.
 set_list('s1', 's1=sync s2=async');

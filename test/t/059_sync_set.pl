@@ -139,6 +139,22 @@ sub calls_wait
 	return;
 }
 
+# One call for more IDs than the lease ahead of the clock holds, while s2
+# is stalled: it must wait (cancelled by its statement_timeout, or refused
+# once flakeid.max_lease_wait has passed), and return no ID.
+sub call_past_lease_waits
+{
+	my ($name) = @_;
+	my ($ret, $out, $err, $state) = psql_state($primary,
+		"SET statement_timeout = '1s';\nSELECT nextflakes(20000000) LIMIT 1;");
+	my @ids = grep { /^\d+$/ } split /\n/, $out;
+	note_returned(@ids);
+	push @after_switch, @ids;
+	ok($ret != 0 && defined $state && $state =~ /^(57014|55000)$/, $name)
+	  or diag("exit code $ret, SQLSTATE " . ($state // 'none') . "\n$err");
+	return;
+}
+
 # Let s2 go on and, when it was stopped, bring s1 back, for the next round.
 sub recover
 {
@@ -159,14 +175,7 @@ sub lease_worker
 # only once the older of the two has flushed it.
 set_list('FIRST 2 (s1, s2)', 's1=sync s2=sync');
 my $receiver = stall_s2();
-{
-	my ($ret, $out, $err, $state) = psql_state($primary,
-		"SET statement_timeout = '1s';\nSELECT nextflakes(20000000) LIMIT 1;");
-	note_returned(split /\n/, $out);
-	ok($ret != 0 && defined $state && $state =~ /^(57014|55000)$/,
-		'FIRST 2, s2 behind: a call past the lease both have waits for s2')
-	  or diag("exit code $ret, SQLSTATE " . ($state // 'none') . "\n$err");
-}
+call_past_lease_waits('FIRST 2, s2 behind: a call past the lease both have waits for s2');
 calls_wait('FIRST 2, s2 behind');
 recover($receiver, 0);
 
@@ -416,15 +425,8 @@ ok( wait_until(
 $standby{s1}->start;
 set_list('FIRST 1 (*)', 's1=potential s2=sync');
 $receiver = stall_s2();
-{
-	my ($ret, $out, $err, $state) = psql_state($primary,
-		"SET statement_timeout = '1s';\nSELECT nextflakes(20000000) LIMIT 1;");
-	note_returned(split /\n/, $out);
-	push @after_switch, grep { /^\d+$/ } split /\n/, $out;
-	ok($ret != 0 && defined $state && $state =~ /^(57014|55000)$/,
-		'FIRST 1 (*), s2 synchronous and behind: a call past the lease s2 has waits for s2, not for s1')
-	  or diag("exit code $ret, SQLSTATE " . ($state // 'none') . "\n$err");
-}
+call_past_lease_waits(
+	'FIRST 1 (*), s2 synchronous and behind: a call past the lease s2 has waits for s2, not for s1');
 calls_wait('FIRST 1 (*), s2 synchronous and behind');
 recover($receiver, 0);
 

@@ -56,6 +56,46 @@ FlakeMonotonicNs(void)
 	return (int64) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* How many times FlakeWallOffsetNs() may read the clocks. */
+#define FLAKE_OFFSET_TRIES		4
+
+/* Monotonic reads this close together need no further try. */
+#define FLAKE_OFFSET_SPREAD_NS	INT64CONST(100000)
+
+/*
+ * The wall clock minus the monotonic one, in ns.  Both run at the rate
+ * NTP slews them to; only a step of the wall clock changes the difference,
+ * however long the process slept in between.  The wall clock is read
+ * between two reads of the monotonic one and set against their middle, so
+ * that a process taken off the CPU between its reads is not taken for a
+ * step of the clock.  Of up to FLAKE_OFFSET_TRIES tries, the one whose
+ * monotonic reads lie closest together counts: it is off by at most half
+ * their distance.
+ */
+static inline int64
+FlakeWallOffsetNs(void)
+{
+	int64		best = 0;
+	int64		best_spread = PG_INT64_MAX;
+
+	for (int i = 0; i < FLAKE_OFFSET_TRIES && best_spread >= FLAKE_OFFSET_SPREAD_NS; i++)
+	{
+		struct timespec ts;
+		int64		before = FlakeMonotonicNs();
+		int64		after;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		after = FlakeMonotonicNs();
+		if (after - before < best_spread)
+		{
+			best_spread = after - before;
+			best = (int64) ts.tv_sec * 1000000000 + ts.tv_nsec -
+				(before + (after - before) / 2);
+		}
+	}
+	return best;
+}
+
 /* The coarse wall clock: behind the precise one by less than its slack. */
 static inline int64
 FlakeCoarseClockMs(const FlakeLayout *layout)

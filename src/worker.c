@@ -91,20 +91,6 @@ WallMs(void)
 	return FlakeClockMs(&unix_time);
 }
 
-/*
- * The wall clock minus the monotonic one, in ns.  Both run at the rate
- * NTP slews them to; only a step of the wall clock changes the difference,
- * however long the worker slept in between.
- */
-static int64
-WallOffsetNs(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64) ts.tv_sec * 1000000000 + ts.tv_nsec - FlakeMonotonicNs();
-}
-
 /* Let go of the generator's worker slot on the way out. */
 static void
 FlakeWorkerExit(int code, Datum arg)
@@ -204,7 +190,7 @@ flakeid_lease_worker_main(Datum main_arg)
 	FlakeAdoptNode(s, flake_node_id);
 	renewed_tick = pg_atomic_read_u64(&s->next_tick);
 	seen_tick = renewed_tick;
-	prev_offset = WallOffsetNs();
+	prev_offset = FlakeWallOffsetNs();
 
 	for (;;)
 	{
@@ -226,7 +212,7 @@ flakeid_lease_worker_main(Datum main_arg)
 			ConfigReloadPending = false;
 			FlakeWorkerReload(s);
 		}
-		offset = WallOffsetNs();
+		offset = FlakeWallOffsetNs();
 		if (offset < prev_offset - FLAKE_CLOCK_STEP_NS)
 		{
 			pg_atomic_fetch_add_u64(&s->clock_steps_back, 1);

@@ -11,6 +11,9 @@
 #      wakes the worker, which extends the lease to a full lease past that
 #      ID while the clock is still seconds behind it, so that the next
 #      calls find a lease and do not wait for one.
+#   3. Idle: once the worker has renewed the lease past the last ID, it
+#      renews no more, however often it is woken (a reload sets its latch)
+#      as the lease runs out.
 
 use strict;
 use warnings;
@@ -81,6 +84,26 @@ for (my $tries = 0; $tries < 1000; $tries++)
 ok($renewed,
 	'within half a lease of its end, the lease was extended past the last ID '
 	  . 'while the clock was still behind it');
+
+# 3. One more ID, then the clock passes the lease (which 2.'s IDs took
+# seconds ahead).  The first two wake-ups may renew it once, past that ID;
+# each later one comes 700 ms after the last, with less than half a lease
+# left of any lease renewed at the one before.
+$node->safe_psql('postgres', 'SELECT nextflake()');
+$node->poll_query_until('postgres',
+	q{SELECT clock_timestamp() > lease_end + interval '100 ms' FROM flakeid_status()})
+  or die 'the lease did not run out';
+sub wake_worker
+{
+	$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+	select(undef, undef, undef, 0.7);
+	return;
+}
+wake_worker() for 1 .. 2;
+my $idle_before = renewals();
+wake_worker() for 1 .. 5;
+is(renewals() - $idle_before, 0,
+	'woken five times, 700 ms apart, with no ID issued since its last renewal, the lease worker renewed nothing');
 
 $node->stop;
 done_testing();

@@ -51,11 +51,16 @@ offset_with(const int64 *wait, int n)
 	return FlakeWallOffsetNs() - true_offset;
 }
 
+/*
+ * The offset read is off by exactly (wait before the wall clock's read -
+ * wait after it) / 2 of the try that counts: the fake clocks move only
+ * when read.
+ */
 static void
-expect_off(int64 off, int64 bound, const char *what)
+expect_off(int64 off, int64 want, const char *what)
 {
-	tap_check(off >= -bound && off <= bound, what,
-			  "off by %lld ns, at most %lld expected", (long long) off, (long long) bound);
+	tap_check(off == want, what,
+			  "off by %lld ns, expected %lld", (long long) off, (long long) want);
 }
 
 static void
@@ -74,7 +79,7 @@ main(void)
 		int64		wait[] = {50, 50, 50};
 
 		off = offset_with(wait, 3);
-		expect_off(off, 100, "no process switch: the offset as it is");
+		expect_off(off, 0, "no process switch: the offset as it is");
 		expect_reads(3, "no process switch: one try");
 	}
 	{
@@ -82,7 +87,7 @@ main(void)
 		int64		wait[] = {50, 5 * ms, 50, 50, 50, 50};
 
 		off = offset_with(wait, 6);
-		expect_off(off, 100, "away before the wall clock's read: no step read");
+		expect_off(off, 0, "away before the wall clock's read: no step read");
 		expect_reads(6, "away before the wall clock's read: a second try");
 	}
 	{
@@ -90,7 +95,7 @@ main(void)
 		int64		wait[] = {50, 50, 5 * ms, 50, 50, 50};
 
 		off = offset_with(wait, 6);
-		expect_off(off, 100, "away after the wall clock's read: no step read");
+		expect_off(off, 0, "away after the wall clock's read: no step read");
 	}
 	{
 		/* away on every try, least on the third */
@@ -98,9 +103,18 @@ main(void)
 		50, 50, 50};
 
 		off = offset_with(wait, 15);
-		expect_off(off, ms / 2 + 100,
-				   "away on every try: off by at most half the closest monotonic reads");
+		expect_off(off, (ms - 50) / 2,
+				   "away before the wall clock's read on every try: the closest try counts, from the middle of its monotonic reads");
 		expect_reads(3 * FLAKE_OFFSET_TRIES, "away on every try: FLAKE_OFFSET_TRIES tries");
+	}
+	{
+		/* away after the wall clock's read on every try, least on the third */
+		int64		wait[] = {50, 50, 5 * ms, 50, 50, 4 * ms, 50, 50, ms, 50, 50, 3 * ms,
+		50, 50, 50};
+
+		off = offset_with(wait, 15);
+		expect_off(off, -(ms - 50) / 2,
+				   "away after the wall clock's read on every try: the closest try counts, from the middle of its monotonic reads");
 	}
 	{
 		/* a step back of the wall clock itself shows in full */
@@ -111,7 +125,7 @@ main(void)
 		before = offset_with(wait, 3) + true_offset;
 		true_offset -= 10 * ms;
 		after = offset_with(wait, 3) + true_offset;
-		expect_off(after - before + 10 * ms, 100, "a step of the wall clock: read in full");
+		expect_off(after - before + 10 * ms, 0, "a step of the wall clock: read in full");
 	}
 	return tap_done();
 }

@@ -8,9 +8,9 @@
 #      state file's serial.
 #   2. IDs taken ahead of the clock (a burst, within flakeid.max_lead): a
 #      call that brings the last ID within half a lease of the lease's end
-#      wakes the worker, which extends the lease to a full lease past that
-#      ID while the clock is still seconds behind it, so that the next
-#      calls find a lease and do not wait for one.
+#      wakes the worker, idle since the IDs before, which extends the lease
+#      to a full lease past that ID while the clock is still seconds behind
+#      it, so that the next calls find a lease and do not wait for one.
 #   3. Idle: once the worker has renewed the lease past the last ID, it
 #      renews no more, however often it is woken (a reload sets its latch)
 #      as the lease runs out.
@@ -46,25 +46,34 @@ cmp_ok($count, '<=', 2 * $seconds + 3,
 
 # 2. Ahead of the clock.  Bursts of 1,000 ms of ticks each take the IDs
 # seconds ahead; then single milliseconds of ticks until the last ID is
-# within half a lease (500 ms) of the lease's end.
+# just over half a lease (500 ms) from the lease's end, which the worker
+# does not renew yet.  While IDs are issued the worker looks every 100 ms
+# by itself; a second later it sleeps until it is woken.  Then one call
+# of 30 ms of ticks brings the last ID within half a lease of the end,
+# and within a third, where a call that woke the worker only that close
+# would not wake it yet.
 my $lead = 0;
-for (my $bursts = 0; $bursts < 40 && $lead <= 3000; $bursts += 4)
+for (my $bursts = 0; $bursts < 40 && $lead <= 6000; $bursts += 4)
 {
 	$node->safe_psql('postgres',
 		'SELECT count(*) FROM generate_series(1, 4) g, LATERAL nextflakes(4096000 + 0 * g) f');
 	$lead = status_of($node)->{lead_ms};
 }
-cmp_ok($lead, '>', 3000, "a burst took the IDs $lead ms ahead of the clock");
-my $old_end = $node->safe_psql(
+cmp_ok($lead, '>', 6000, "a burst took the IDs $lead ms ahead of the clock");
+my ($old_end, $left) = split /\|/, $node->safe_psql(
 	'postgres', q{
 	DO $$
 	BEGIN
 		LOOP
 			PERFORM count(*) FROM nextflakes(4096);
-			EXIT WHEN (SELECT lease_end - last_time <= interval '500 ms' FROM flakeid_status());
+			EXIT WHEN (SELECT lease_end - last_time <= interval '520 ms' FROM flakeid_status());
 		END LOOP;
 	END $$;
-	SELECT lease_end FROM flakeid_status()});
+	SELECT lease_end, extract(epoch FROM lease_end - last_time) * 1000 FROM flakeid_status()});
+ok($left > 500 && $left <= 520,
+	"the last ID is $left ms before the lease's end, just over half a lease");
+select(undef, undef, undef, 1);
+$node->safe_psql('postgres', 'SELECT count(*) FROM nextflakes(30 * 4096)');
 my $renewed;
 for (my $tries = 0; $tries < 1000; $tries++)
 {

@@ -209,6 +209,25 @@ sub write_target
 	return;
 }
 
+# A node's processes, one line each (pid, state, what it waits in, how long
+# it has run, its command line), for a failure that a process stuck in a
+# wait explains: its postmaster and every process below it.
+sub process_tree
+{
+	my ($node) = @_;
+	my $pid = $node->{_pid} // return '(the node has no postmaster)';
+	my %below = ($pid => 1);
+	my @lines;
+	foreach my $line (`ps -e -o pid=,ppid=,stat=,wchan:24=,etime=,args=`)
+	{
+		my ($p, $pp) = $line =~ /^\s*(\d+)\s+(\d+)/ or next;
+		next unless $below{$p} || $below{$pp};
+		$below{$p} = 1;
+		push @lines, $line;
+	}
+	return join '', @lines;
+}
+
 # Run SQL on a node; returns its output, or undef when it failed.
 sub admin
 {
@@ -1527,7 +1546,7 @@ $target});
 		start_node($restored) or die 'the restored backup did not start';
 		my @through = promotion_sessions($restored);
 		wait_until(sub { (admin($restored, 'SELECT pg_is_in_recovery()', 5) // '') eq 'f' }, 120)
-		  or die 'the restored backup was not promoted';
+		  or die "the restored backup was not promoted; its processes:\n" . process_tree($restored);
 		# not for the standbys that its base backups make
 		$restored->append_conf('postgresql.conf', q{
 restore_command = ''

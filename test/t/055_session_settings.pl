@@ -88,6 +88,22 @@ foreach my $case (@options)
 		"$opts: the generator has the configured node id and epoch");
 }
 
+# The first process to attach, its settings not the configuration's, sees
+# the generator not set up, and leaves it so while it only reads the state
+fresh_start();
+{
+	local $ENV{PGOPTIONS} = '-c flakeid.epoch=2024-01-01';
+	my ($ret, $out, $err) = $node->psql('postgres',
+		"SELECT state FROM flakeid_status();\nSELECT state FROM flakeid_status()");
+	is($out, "not set up\nnot set up",
+		'a session with a setting of its own, first after a start, reads the state: not set up')
+	  or diag($err);
+}
+is( $node->safe_psql('postgres',
+		"SELECT state FROM flakeid_status();\nSELECT nextflake() IS NOT NULL;\nSELECT state FROM flakeid_status()"),
+	"not set up\nt\nready",
+	'a session with the configuration\'s settings sets the generator up with its first call, not by reading the state');
+
 # A role's and a database's settings: given before the library is loaded
 # (a superuser's session that has not loaded it sets them).
 foreach my $case (

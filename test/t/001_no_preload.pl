@@ -153,6 +153,9 @@ like($err, qr/flakeid layout setting "flakeid\.node_bits" has an invalid value/,
 	'a rejected flakeid.node_bits: decoding says which setting');
 fails_with($node, 'SELECT nextflake()', $version >= 170000 ? '22023' : '55000',
 	'a rejected flakeid.node_bits: generation');
+is($node->safe_psql('postgres', 'SELECT state FROM flakeid_status()'),
+	'layout setting invalid', 'a rejected flakeid.node_bits: the state says so')
+  if $version >= 170000;
 
 $node->stop;
 $node->adjust_conf('postgresql.conf', 'flakeid.node_bits', '8');

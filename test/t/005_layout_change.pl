@@ -69,10 +69,17 @@ is(generate_above_all('first'), 't', 'IDs under the first layout');
 my ($ret, $out, $err) = psql_as($node, 'SELECT flakeid_accept_layout()');
 is($out, 'f', 'accepting an unchanged layout does nothing');
 
+# a restart with the layout unchanged says nothing of a change
+$node->stop;
+my $offset = -s $node->logfile;
+$node->start;
+ok(!$node->log_contains(qr/flakeid layout differs/, $offset),
+	'a restart with the layout unchanged logs no layout change');
+
 # node_bits 10 -> 12, then back: the old setting works without accepting
 $node->stop;
 $node->append_conf('postgresql.conf', 'flakeid.node_bits = 12');
-my $offset = -s $node->logfile;
+$offset = -s $node->logfile;
 $node->start;
 ok($node->log_contains(qr/flakeid layout differs/, $offset),
 	'the server log reports the layout change');

@@ -156,6 +156,10 @@ fails_with($node, 'SELECT nextflake()', $version >= 170000 ? '22023' : '55000',
 is($node->safe_psql('postgres', 'SELECT state FROM flakeid_status()'),
 	'layout setting invalid', 'a rejected flakeid.node_bits: the state says so')
   if $version >= 170000;
+# nor is it a layout to accept, or one that is unchanged
+fails_with($node, 'SELECT flakeid_accept_layout()', '22023',
+	'a rejected flakeid.node_bits: accepting refuses')
+  if $version >= 170000;
 
 $node->stop;
 $node->adjust_conf('postgresql.conf', 'flakeid.node_bits', '8');

@@ -115,6 +115,16 @@ is( $late->safe_psql(
 	'0|t|t',
 	'every ID made is positive, before the end of the range, and of node 0');
 ids_increasing($late, 'SELECT n, id FROM near_end', 'n', 'the IDs near the end');
+# the lease that covers the last tick ends right after the range, a lease
+# the state file can hold: both copies valid, and after a restart every
+# call still finds the range used up, not the file damaged
+is($late->safe_psql('postgres',
+		'SELECT string_agg(valid::text, \',\' ORDER BY "offset") FROM flakeid_state_file()'),
+	'true,true', 'the lease at the end of the range: both copies of the state file valid');
+$late->stop;
+start_faked($late, offset_to($end - 3));
+fails_with($late, 'SELECT nextflake()', '22008',
+	'the range used up: after a restart too');
 $late->stop;
 
 # IDs made in November 2039 with the default epoch, then the epoch moved

@@ -77,6 +77,13 @@ is($copies[0]{serial} . ' ' . $copies[0]{lease_end_ms},
 	$copies[1]{serial} . ' ' . $copies[1]{lease_end_ms},
 	'with the same serial and lease');
 
+# A restart with both copies healthy warns of no damaged copy.
+$node->stop;
+my $healthy = -s $node->logfile;
+start_faked($node, '+0');
+ok(!$node->log_contains(qr/has a damaged copy of the time lease/, $healthy),
+	'both copies healthy: a restart warns of no damaged copy');
+
 # Either copy damaged: the other one is enough, whichever it is.
 my $phase = 2;
 foreach my $victim (0, 4096)

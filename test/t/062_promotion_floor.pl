@@ -169,7 +169,7 @@ recovery_target_action = 'promote'});
 # 4 and 5. A synchronous standby whose state file is read-only.
 SKIP:
 {
-	skip 'file permissions do not bind the superuser root', 14 if $> == 0;
+	skip 'file permissions do not bind the superuser root', 18 if $> == 0;
 	foreach my $restart (0, 1)
 	{
 		my $what = $restart ? 'restarted standby, state file read-only' : 'state file read-only';
@@ -213,9 +213,13 @@ SELECT nextflake()::bigint;');
 			"$what: promoted, the standby refuses to generate");
 		like($err, qr/flakeid .*"flakeid\.state": Permission denied/,
 			"$what: the error names the file and the cause");
+		ok(!$standby->log_contains(qr/flakeid continues from/),
+			"$what: while the floor cannot be written, the log reports none");
 		chmod 0600, $file or die "chmod $file: $!";
 		ok(wait_until(sub { (psql_as($standby, 'SELECT nextflake()'))[0] == 0 }, 20),
 			"$what: generation resumes once the file is writable");
+		my @floors = slurp_file($standby->logfile) =~ /flakeid continues from/g;
+		is(scalar(@floors), 1, "$what: the floor written is reported once");
 		above($standby, $x, $what);
 		$standby->stop;
 	}

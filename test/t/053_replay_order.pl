@@ -80,8 +80,9 @@ SKIP:
 	$primary->safe_psql('postgres', 'SELECT count(*) FROM nextflakes(100000)');
 	# the worker idle: no renewal between the crash's WAL and the file
 	my ($serial, $was) = ($primary->safe_psql('postgres', $serial_sql), -1);
-	while ($serial ne $was)
+	for (my $tries = 0; $serial ne $was; $tries++)
 	{
+		die 'the lease worker kept renewing for 30 s with no call' if $tries == 30;
 		sleep 1;
 		($was, $serial) = ($serial, $primary->safe_psql('postgres', $serial_sql));
 	}

@@ -17,7 +17,14 @@
 #      refuses to generate, with the file's error, until the file is
 #      writable, then continues above every ID;
 #   5. the same standby restarted before it is promoted: what replay kept
-#      in memory is gone, and the clock floor still holds.
+#      in memory is gone, and the clock floor still holds;
+#   6. a call that asks for a lease before the floor is written, and gives
+#      up: the pass of the lease worker that writes the floor renews
+#      nothing below it.  The newest copy on disk is the floor, and after a
+#      crash the server continues above the old primary's IDs.  The floor
+#      write fails at first (the state file is read-only) and the worker
+#      is stopped while the call asks, so that the call's request is
+#      pending when the floor is written.
 
 use strict;
 use warnings;
@@ -27,7 +34,7 @@ use FlakeTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(time);
+use Time::HiRes qw(time usleep);
 
 # A primary (node 9) that archives its WAL, and a standby of it.
 sub pair
@@ -223,6 +230,61 @@ SELECT nextflake()::bigint;');
 		above($standby, $x, $what);
 		$standby->stop;
 	}
+}
+
+# 6. A request for a lease pending when the floor is written.
+SKIP:
+{
+	skip 'file permissions do not bind the superuser root', 8 if $> == 0;
+	my ($primary, $standby) = pair('asked', conf => "flakeid.max_lead = '60s'");
+	$standby->start;
+	catch_up($primary, $standby);
+	$standby->stop;
+	my $x = burst($primary);
+	$primary->stop('immediate');
+	my $file = $standby->data_dir . '/flakeid.state';
+	chmod 0444, $file or die "chmod $file: $!";
+	$standby->start;
+	my $log_from = -s $standby->logfile;
+	promote($standby);
+	ok( wait_until(
+			sub {
+				$standby->log_contains(qr/could not write flakeid state file/, $log_from);
+			},
+			30),
+		'a request pending at the floor: the floor cannot be written at first');
+
+	# stop the worker inside its wait for the latch, never in a pass
+	my ($worker) = server_processes($standby, qr/flakeid lease worker/);
+	my $asleep = wait_until(
+		sub {
+			kill('STOP', $worker) or die "could not stop $worker";
+			return 1 if $standby->safe_psql('postgres',
+				"SELECT wait_event = 'Extension' FROM pg_stat_activity WHERE pid = $worker") eq 't';
+			kill('CONT', $worker);
+			usleep(20_000);
+			return 0;
+		},
+		30);
+	ok($asleep, 'a request pending at the floor: the lease worker is stopped while it sleeps');
+	my ($ret, $out, $err, $state) = psql_state($standby,
+		"SET statement_timeout = '500ms';\nSELECT nextflake();");
+	ok($ret != 0 && ($state // '') eq '57014',
+		'a request pending at the floor: a call asks for a lease and gives up')
+	  or diag("exit code $ret, SQLSTATE " . ($state // 'none') . "\n$err");
+	chmod 0600, $file or die "chmod $file: $!";
+	kill('CONT', $worker);
+	ok( wait_until(sub { $standby->log_contains(qr/flakeid continues from/, $log_from) }, 30),
+		'a request pending at the floor: the worker writes the floor');
+	# time for anything the same pass writes next; nothing renews the floor
+	# while no call waits for it
+	sleep(1);
+	cmp_ok(lease_on_disk($standby), '>', $x >> FLAKE_LOW_BITS,
+		'a request pending at the floor: the newest lease on disk is above the old primary\'s IDs');
+	crash_node($standby);
+	$standby->start;
+	above($standby, $x, 'a request pending at the floor, then a crash');
+	$standby->stop;
 }
 
 done_testing();

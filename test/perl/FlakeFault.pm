@@ -269,7 +269,8 @@ maybe_sleep(const char *path)
 	const char *name = strrchr(path, '/');
 
 	name = name ? name + 1 : path;
-	if (switch_file == NULL || access(switch_file, F_OK) != 0)
+	if (switch_file == NULL || getenv("FLAKE_SLOW_SYNC") != NULL ||
+		access(switch_file, F_OK) != 0)
 		return;
 	if (strcmp(name, "flakeid.state") == 0 ||
 		(conf != NULL && strcmp(name, "postgresql.conf") == 0 && is_lease_worker()))
@@ -299,6 +300,28 @@ fname(const char *path, int flags, ...) \
 
 OPEN_SHIM(open)
 OPEN_SHIM(open64)
+
+typedef int (*sync_f) (int);
+
+/* With FLAKE_SLOW_SYNC, every fsync and fdatasync is slow instead. */
+#define SYNC_SHIM(fname) \
+int \
+fname(int fd) \
+{ \
+	static sync_f next; \
+	const char *switch_file = getenv("FLAKE_SLOW_STATE"); \
+	const char *ms = getenv("FLAKE_SLOW_STATE_MS"); \
+\
+	if (next == NULL) \
+		next = (sync_f) dlsym(RTLD_NEXT, #fname); \
+	if (switch_file != NULL && getenv("FLAKE_SLOW_SYNC") != NULL && \
+		access(switch_file, F_OK) == 0) \
+		usleep((useconds_t) (ms ? atoi(ms) : 500) * 1000); \
+	return next(fd); \
+}
+
+SYNC_SHIM(fsync)
+SYNC_SHIM(fdatasync)
 EOC
 
 my %built;
@@ -369,16 +392,20 @@ sub slow_state_file
 # Start the node so that each open of its state file, and so each write of
 # a lease, takes $ms ms longer (default 500) while the file
 # slow_state_file($node) exists; with slow_conf => 1, also the lease
-# worker's read of postgresql.conf when it takes a reload in.
+# worker's read of postgresql.conf when it takes a reload in; with
+# slow_sync => 1, each fsync and fdatasync of any file instead (the WAL's
+# too, where the node runs with fsync = on), and no open.
 sub start_slow_state_file
 {
 	my ($node, $ms, %params) = @_;
 	my $conf = delete $params{slow_conf};
+	my $sync = delete $params{slow_sync};
 	local $ENV{LD_PRELOAD} =
 	  preload_after_sanitizers(build_shim('slow_state_shim', $slow_state_shim_source));
 	local $ENV{FLAKE_SLOW_STATE} = slow_state_file($node);
 	local $ENV{FLAKE_SLOW_STATE_MS} = $ms // 500;
 	local $ENV{FLAKE_SLOW_CONF} = '1' if $conf;
+	local $ENV{FLAKE_SLOW_SYNC} = '1' if $sync;
 	return $node->start(%params);
 }
 

@@ -1,12 +1,15 @@
 # A server restarted with another layout (flakeid.node_bits or flakeid.epoch)
 # refuses to generate, saying what changed, until a superuser accepts the
 # new layout; IDs then continue above every earlier one, also after later
-# restarts.
+# restarts.  Two sessions that accept at once: one accepts, the other is
+# refused while the first writes.
 
 use strict;
 use warnings;
 
+use FlakeFault;
 use FlakeTest;
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -215,6 +218,52 @@ my ($years_ahead) = $err =~ /read \S+ \S+, (\d+) ms ahead/;
 cmp_ok(($years_ahead // 0) / (365.25 * 86400000), '>', 3.9,
 	'the refusal says the first ID would read four years ahead');
 fails_with($node, 'SELECT nextflake()', '55000', 'and generation stays refused');
+
+# node_bits 12 -> 11 (the epoch back at 2019), accepted by two sessions at
+# once: each fsync and fdatasync takes 4 s (fsync = on), so that the
+# second comes while the first waits for the WAL to hold the new layout's
+# lease, after it let go of the shared state's lock and before it writes
+# the state file.  Exactly one accepts; the other is refused with 55006
+# and writes nothing.
+$node->stop;
+$node->adjust_conf('postgresql.conf', 'flakeid.epoch', q{'2019-01-01 00:00:00+00'});
+$node->adjust_conf('postgresql.conf', 'flakeid.node_bits', '11');
+$node->append_conf('postgresql.conf', 'fsync = on');
+start_slow_state_file($node, 4000, slow_sync => 1);
+refuses(qr/DETAIL:  flakeid\.node_bits was 12 and is now 11\.\n/, 'node_bits 12 -> 11');
+my $serial_before = $node->safe_psql('postgres', 'SELECT max(serial) FROM flakeid_state_file()');
+my $slow = slow_state_file($node);
+open my $slow_fh, '>', $slow or die "could not create $slow: $!";
+close $slow_fh;
+my ($first_out, $first_err) = ('', '');
+my $first = IPC::Run::start(
+	[ 'psql', '-X', '-A', '-t', '-v', 'VERBOSITY=verbose', '-d', $node->connstr('postgres'),
+		'-c', 'SELECT flakeid_accept_layout()' ],
+	'>', \$first_out, '2>', \$first_err);
+ok( wait_until(
+		sub {
+			$node->safe_psql('postgres',
+				q{SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT flakeid_accept_layout()' AND state = 'active'})
+			  eq '1';
+		},
+		30),
+	'two sessions accept at once: the first is under way');
+my ($second_ret, $second_out, $second_err, $second_state) =
+  psql_state($node, 'SELECT flakeid_accept_layout()');
+unlink $slow or die "could not remove $slow: $!";
+$first->finish;
+my $first_state = sqlstate_of($first_err);
+my @accepted = grep { $_ eq 't' } ($first_out =~ s/\s+$//r, $second_out);
+my @refused = grep { defined $_ && $_ eq '55006' } ($first_state, $second_state);
+is(scalar(@accepted) . '|' . scalar(@refused), '1|1',
+	'two sessions accept at once: one accepts, the other is refused with 55006')
+  or diag("first: $first_out $first_err\nsecond: $second_out $second_err");
+like($first_err . $second_err, qr/another session is accepting the flakeid layout/,
+	'two sessions accept at once: the refusal says why');
+is($node->safe_psql('postgres', 'SELECT max(serial) FROM flakeid_state_file()'),
+	$serial_before + 1, 'two sessions accept at once: one lease is written for both');
+is(generate_above_all('node_bits 11'), 't',
+	'two sessions accept at once: IDs after it are above every earlier ID');
 
 $node->stop;
 done_testing();

@@ -4,7 +4,7 @@
 # batches among them included; an ID greater than every ID whose call
 # ended before the clock's millisecond in which its own call began; and,
 # with a small sequence, the lead over the clock never beyond
-# flakeid.max_lead.
+# flakeid.max_lead; and a backend that calls seldom leaves no tick unused.
 
 use strict;
 use warnings;
@@ -53,6 +53,32 @@ FROM (SELECT id, lag(id) OVER (ORDER BY i) AS prev FROM mixed) s
 WHERE prev IS NOT NULL;}),
 	't',
 	'one backend: nextflake() and nextflakes() calls strictly increasing');
+
+# One backend that calls seldom, once every few milliseconds: its block
+# does not grow (it doubles only while one millisecond uses it up), so
+# each call reserves one tick and leaves none unused.  The last tick
+# reserved on the server (flakeid_status().last_id) is the call's own ID.
+is( $node->safe_psql(
+		'postgres', q{
+CREATE FUNCTION seldom_unused(n int) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE
+	x bigint;
+	last bigint;
+	unused int := 0;
+BEGIN
+	FOR i IN 1 .. n LOOP
+		PERFORM pg_sleep(0.003);
+		x := nextflake()::bigint;
+		SELECT last_id INTO last FROM flakeid_status();
+		IF last <> x THEN
+			unused := unused + 1;
+		END IF;
+	END LOOP;
+	RETURN unused;
+END $$;
+SELECT seldom_unused(20);}),
+	'0',
+	'one backend calling every few milliseconds reserves one tick a call');
 
 # A superuser sets it for a role, whose sessions generate with it.
 $node->safe_psql('postgres',

@@ -20,10 +20,10 @@
  *
  * A call uses sync_end only while the last check is younger than
  * FLAKE_CONFIRM_FRESH_MS, and otherwise checks itself (one caller at a
- * time, elected by a compare-and-swap of the check's time); so neither a
- * lease worker that is stopped, restarting or busy writing the state file
- * nor one that has not read a new list yet lets an old confirmation be
- * used.  The hot path reads sync_end and the time of the check, on one
+ * time, under the lock; the others wait for its end, never taking the
+ * end of the check before for a young one); so neither a lease worker
+ * that is stopped, restarting or busy writing the state file nor one
+ * that has not read a new list yet lets an old confirmation be used.  The hot path reads sync_end and the time of the check, on one
  * cache line, and only while the server has synchronous standbys.
  *
  * Which standbys are named, and their order, come from each walsender's
@@ -243,17 +243,17 @@ ReadingTrusted(FlakeConfirm *c, int64 now)
 
 /*
  * Check which part of the lease the synchronous standbys have, as of now
- * (ms of the layout's clock, read before the check).  Returns whether the
- * confirmed end rose.
+ * (ms of the layout's clock, read before the check); caller holds the lock.
+ * The end is written before the time of the check (see
+ * FlakeConfirmFresh()).  Returns whether the confirmed end rose.
  */
-bool
-FlakeConfirmCheck(FlakeConfirm *c, int64 now)
+static bool
+CheckLocked(FlakeConfirm *c, int64 now)
 {
 	XLogRecPtr	flushed = InvalidXLogRecPtr;
 	int64		end = 0;
 	int64		old;
 
-	LWLockAcquire(&c->lock, LW_EXCLUSIVE);
 	if (ReadingTrusted(c, now))
 		flushed = SyncStandbysFlushed(c->num_sync, c->method, false);
 	else
@@ -269,23 +269,44 @@ FlakeConfirmCheck(FlakeConfirm *c, int64 now)
 	}
 	old = (int64) pg_atomic_read_u64(&c->sync_end);
 	pg_atomic_write_u64(&c->sync_end, (uint64) end);
+	pg_write_barrier();
 	pg_atomic_write_u64(&c->checked, (uint64) now);
-	LWLockRelease(&c->lock);
 	return end > old;
+}
+
+/* CheckLocked(), taking the lock. */
+bool
+FlakeConfirmCheck(FlakeConfirm *c, int64 now)
+{
+	bool		rose;
+
+	LWLockAcquire(&c->lock, LW_EXCLUSIVE);
+	rose = CheckLocked(c, now);
+	LWLockRelease(&c->lock);
+	return rose;
 }
 
 /*
  * The slow path of FlakeConfirmedCovers(): the last check is too old, or
- * did not cover end_ms.  One caller checks again; one that loses the race
- * to do it finds the check young again, made by the winner.
+ * did not cover end_ms.  One caller checks again, holding the lock; the
+ * others wait for it to finish (not taking the lock) and find the check
+ * young, or, where the holder did something else or checked at an
+ * earlier millisecond than theirs, try again.  No call reads the end of
+ * the check before while another checks: the time is written only with
+ * the new end.
  */
 bool
 FlakeConfirmRecheckCovers(FlakeConfirm *c, int64 end_ms, int64 now)
 {
-	uint64		checked = pg_atomic_read_u64(&c->checked);
-
-	if ((uint64) (now - (int64) checked) >= FLAKE_CONFIRM_FRESH_MS &&
-		pg_atomic_compare_exchange_u64(&c->checked, &checked, (uint64) now))
-		(void) FlakeConfirmCheck(c, now);
+	while (!FlakeConfirmFresh(c, now))
+	{
+		if (LWLockAcquireOrWait(&c->lock, LW_EXCLUSIVE))
+		{
+			if (!FlakeConfirmFresh(c, now))
+				(void) CheckLocked(c, now);
+			LWLockRelease(&c->lock);
+			break;
+		}
+	}
 	return end_ms < FlakeConfirmedEnd(c);
 }

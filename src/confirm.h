@@ -30,7 +30,8 @@ typedef struct FlakeConfirm
 	/*
 	 * Read by every call while the server has synchronous standbys: the
 	 * part of the lease that the standbys synchronous now have, and when
-	 * that was last checked (ms of the layout's clock).
+	 * that was last checked (ms of the layout's clock).  Written by a
+	 * check, under the lock, in that order.
 	 */
 	pg_atomic_uint64 sync_end;
 	pg_atomic_uint64 checked;
@@ -80,18 +81,19 @@ extern bool FlakeConfirmCheck(FlakeConfirm *c, int64 now);
 extern bool FlakeConfirmRecheckCovers(FlakeConfirm *c, int64 end_ms, int64 now);
 
 /*
- * Whether the synchronous standbys have a lease past end_ms, as last
- * checked no longer than FLAKE_CONFIRM_FRESH_MS before now (ms of the
- * layout's clock); else check again.
+ * Whether the last check is younger than FLAKE_CONFIRM_FRESH_MS at now (ms
+ * of the layout's clock).  A check writes its end before its time, and a
+ * call reads the time before the end: a call that finds the check young
+ * reads that check's end or a later one's, never the one before.
  */
 static inline bool
-FlakeConfirmedCovers(FlakeConfirm *c, int64 end_ms, int64 now)
+FlakeConfirmFresh(FlakeConfirm *c, int64 now)
 {
-	if (end_ms < (int64) pg_atomic_read_u64(&c->sync_end) &&
-		(uint64) (now - (int64) pg_atomic_read_u64(&c->checked)) <
-		FLAKE_CONFIRM_FRESH_MS)
-		return true;
-	return FlakeConfirmRecheckCovers(c, end_ms, now);
+	bool		fresh = (uint64) (now - (int64) pg_atomic_read_u64(&c->checked)) <
+		FLAKE_CONFIRM_FRESH_MS;
+
+	pg_read_barrier();
+	return fresh;
 }
 
 /* The part of the lease the synchronous standbys had at the last check. */
@@ -99,6 +101,19 @@ static inline int64
 FlakeConfirmedEnd(FlakeConfirm *c)
 {
 	return (int64) pg_atomic_read_u64(&c->sync_end);
+}
+
+/*
+ * Whether the synchronous standbys have a lease past end_ms, as last
+ * checked no longer than FLAKE_CONFIRM_FRESH_MS before now; else check
+ * again.
+ */
+static inline bool
+FlakeConfirmedCovers(FlakeConfirm *c, int64 end_ms, int64 now)
+{
+	if (FlakeConfirmFresh(c, now) && end_ms < FlakeConfirmedEnd(c))
+		return true;
+	return FlakeConfirmRecheckCovers(c, end_ms, now);
 }
 
 #endif							/* FLAKEID_CONFIRM_H */

@@ -9,12 +9,33 @@
  * reading of the worker's that is not trusted asks every named standby;
  * of the lease records, only those flushed to their end count, and of
  * the dropped ones only the newest; and a call checks again only once the
- * last check is FLAKE_CONFIRM_FRESH_MS old.
- * The lock and memory functions of the server are stubs: one process.
+ * last check is FLAKE_CONFIRM_FRESH_MS old, and then no call takes the old
+ * end for a young one while another checks.
+ * The lock and memory functions of the server are stubs: one process, in
+ * which another process's step can be run at a chosen point (when the
+ * lock is taken, or after the first read or write of the confirmed end
+ * or the check's time).
  */
 #include "postgres.h"
 
 #include <stdio.h>
+
+#include "port/atomics.h"
+
+/* another process's step, run once when this one next takes the lock */
+static void (*other_at_lock) (void) = NULL;
+
+/* ... or once after this one's next read of the confirmed end or time */
+static void (*other_at_read) (void) = NULL;
+
+/* ... or once after this one's next write of either */
+static void (*other_at_write) (void) = NULL;
+
+static uint64 read_then_other(volatile pg_atomic_uint64 *ptr);
+static void write_then_other(volatile pg_atomic_uint64 *ptr, uint64 value);
+
+#define pg_atomic_read_u64(ptr) read_then_other(ptr)
+#define pg_atomic_write_u64(ptr, value) write_then_other(ptr, value)
 
 #include "../../src/confirm.c"
 #include "tap.h"
@@ -24,12 +45,58 @@ int			max_wal_senders = 0;
 SyncRepConfigData *SyncRepConfig = NULL;
 MemoryContext TopMemoryContext = NULL;
 
+static FlakeConfirm confirm;
+
+/* Run a step of another process, once. */
+static void
+run_other(void (**step) (void))
+{
+	void		(*run) (void) = *step;
+
+	*step = NULL;
+	if (run)
+		run();
+}
+
+static uint64
+read_then_other(volatile pg_atomic_uint64 *ptr)
+{
+	uint64		value = (pg_atomic_read_u64) (ptr);
+
+	if (ptr == &confirm.sync_end || ptr == &confirm.checked)
+		run_other(&other_at_read);
+	return value;
+}
+
+static void
+write_then_other(volatile pg_atomic_uint64 *ptr, uint64 value)
+{
+	(pg_atomic_write_u64) (ptr, value);
+	if (ptr == &confirm.sync_end || ptr == &confirm.checked)
+		run_other(&other_at_write);
+}
+
 bool
 LWLockAcquire(LWLock *lock, LWLockMode mode)
 {
 	(void) lock;
 	(void) mode;
+	run_other(&other_at_lock);
 	return true;
+}
+
+/* how many next LWLockAcquireOrWait() calls find the lock held, and wait */
+static int	lock_held = 0;
+
+bool
+LWLockAcquireOrWait(LWLock *lock, LWLockMode mode)
+{
+	if (lock_held > 0)
+	{
+		lock_held--;
+		return false;
+	}
+	return LWLockAcquire(lock, mode);
 }
 
 void
@@ -65,7 +132,6 @@ s_lock(volatile slock_t *lock, const char *file, int line, const char *func)
 
 #define SLOTS	8
 
-static FlakeConfirm confirm;
 static WalSnd *before_array;
 static WalSnd *after_array;
 static int64 now = 100000;
@@ -139,6 +205,21 @@ checked_end(void)
 	now++;
 	(void) FlakeConfirmCheck(&confirm, now);
 	return FlakeConfirmedEnd(&confirm);
+}
+
+/* another call's answer, asked at now for 7500 */
+static bool other_covers;
+
+static void
+other_call(void)
+{
+	other_covers = FlakeConfirmedCovers(&confirm, 7500, now);
+}
+
+static void
+other_check(void)
+{
+	(void) FlakeConfirmCheck(&confirm, now);
 }
 
 int
@@ -355,6 +436,56 @@ main(void)
 				true, "the slow path covers the millisecond before the confirmed end");
 	expect_bool(FlakeConfirmRecheckCovers(&confirm, 8000, now + FLAKE_CONFIRM_FRESH_MS),
 				false, "the slow path does not cover the confirmed end's own millisecond");
+
+	/*
+	 * The synchronous standby is replaced by one behind once the check is
+	 * old: a call that comes while another checks again must not take the
+	 * old end for a young one, whether it comes before the other has
+	 * read the walsenders or between its own two reads.
+	 */
+	now += 2 * FLAKE_CONFIRM_FRESH_MS;	/* the calls above checked at now + FRESH */
+	streaming(1, 1, 600);
+	other_covers = true;
+	other_at_lock = other_call;
+	expect_bool(FlakeConfirmedCovers(&confirm, 7500, now), false,
+				"a call that checks again after the standby fell behind is not covered");
+	expect_bool(other_at_lock == NULL, true, "the other call came while this one checked");
+	expect_bool(other_covers, false,
+				"a call that comes while another checks is not covered by the old end");
+
+	streaming(1, 1, 800);
+	expect(checked_end(), 8000, "the standby caught up again");
+	now += FLAKE_CONFIRM_FRESH_MS;
+	streaming(1, 1, 600);
+	other_at_read = other_check;
+	expect_bool(FlakeConfirmedCovers(&confirm, 7500, now), false,
+				"a check made between a call's reads of the end and of its time does not pass the old end for young");
+	expect_bool(other_at_read == NULL, true, "the other check came between the reads");
+
+	streaming(1, 1, 800);
+	expect(checked_end(), 8000, "the standby caught up again");
+	now += FLAKE_CONFIRM_FRESH_MS;
+	streaming(1, 1, 600);
+	other_covers = true;
+	other_at_write = other_call;
+	expect(checked_end(), 6000, "a check after the standby fell behind");
+	expect_bool(other_at_write == NULL, true, "the other call came between the check's writes");
+	expect_bool(other_covers, false,
+				"a call between a check's two writes is not covered by the old end");
+
+	/*
+	 * A call that waited while another process held the lock for
+	 * something else than a check finds the check still old, and checks.
+	 */
+	streaming(1, 1, 800);
+	expect(checked_end(), 8000, "the standby caught up again");
+	now += FLAKE_CONFIRM_FRESH_MS;
+	streaming(1, 1, 600);
+	lock_held = 1;
+	expect_bool(FlakeConfirmedCovers(&confirm, 7500, now), false,
+				"a call that waited for the lock held for something else checks, and is not covered");
+	expect_bool(lock_held == 0, true, "the call waited for the lock");
+	expect(FlakeConfirmedEnd(&confirm), 6000, "its check found the standby behind");
 
 	return tap_done();
 }

@@ -14,6 +14,11 @@
 #   3. Idle: once the worker has renewed the lease past the last ID, it
 #      renews no more, however often it is woken (a reload sets its latch)
 #      as the lease runs out.
+#   4. A reload lowers flakeid.max_lead while a statement runs: the
+#      statement keeps the old one (a session takes a reload in between
+#      statements) and reserves further ahead than the worker's new one
+#      lets the lease reach; the worker extends the lease to what its
+#      call waits for, instead of leaving it to wait for the clock.
 
 use strict;
 use warnings;
@@ -118,6 +123,50 @@ my $idle_before = renewals();
 wake_worker() for 1 .. 5;
 is(renewals() - $idle_before, 0,
 	'woken five times, 700 ms apart, with no ID issued since its last renewal, the lease worker renewed nothing');
+
+# 4. The statement takes an ID, sleeps while the reload lowers
+# flakeid.max_lead to 100 ms (and flakeid.max_lease_wait to 1 s), then
+# reserves 3 s of ticks at once: 2 s past the lease, which the worker's
+# own max_lead would renew only as the clock comes within 1.1 s of them.
+$node->safe_psql('postgres', 'SELECT nextflake()');
+my ($out4, $err4) = ('', '');
+my $late = IPC::Run::start(
+	[
+		'psql', '-XAtq', '-v', 'VERBOSITY=verbose', '-d', $node->connstr('postgres'),
+		'-c', q{DO $$
+		DECLARE
+			n bigint;
+			top_id flakeid;
+		BEGIN
+			PERFORM nextflake();
+			PERFORM pg_sleep(1.5);
+			SELECT count(*), max(f) INTO n, top_id FROM nextflakes(4096 * 3000) f;
+			RAISE NOTICE 'issued %, max_lead %, % ms ahead, lease past them: %', n,
+				current_setting('flakeid.max_lead'),
+				round(extract(epoch FROM flakeid_timestamp(top_id) - clock_timestamp()) * 1000),
+				(SELECT lease_end > flakeid_timestamp(top_id) FROM flakeid_status());
+		END $$}
+	],
+	'>', \$out4, '2>', \$err4, run_timeout(60));
+ok( wait_until(
+		sub {
+			$node->safe_psql('postgres',
+				q{SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE 'DO %'})
+			  eq '1';
+		},
+		10),
+	'the statement sleeps before its reservation');
+$node->safe_psql('postgres', q{
+	ALTER SYSTEM SET flakeid.max_lead = '100ms';
+	ALTER SYSTEM SET flakeid.max_lease_wait = '1s';
+	SELECT pg_reload_conf();});
+$late->finish;
+my ($issued, $kept, $ahead, $covered) =
+  $err4 =~ /NOTICE:\s+(?:\w+:\s+)?issued (\d+), max_lead (\S+), (\d+) ms ahead, lease past them: (\w+)/;
+is($issued, 4096 * 3000, 'the statement begun before the reload got all its IDs') or diag($err4);
+is($kept, '1min', 'it kept the flakeid.max_lead it began with');
+cmp_ok($ahead // 0, '>', 1200, 'its last ID is ' . ($ahead // 'no') . ' ms ahead of the clock, past the worker\'s max_lead and a lease');
+is($covered, 't', 'the worker extended the lease past them');
 
 $node->stop;
 done_testing();

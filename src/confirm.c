@@ -23,8 +23,9 @@
  * time, under the lock; the others wait for its end, never taking the
  * end of the check before for a young one); so neither a lease worker
  * that is stopped, restarting or busy writing the state file nor one
- * that has not read a new list yet lets an old confirmation be used.  The hot path reads sync_end and the time of the check, on one
- * cache line, and only while the server has synchronous standbys.
+ * that has not read a new list yet lets an old confirmation be used.
+ * The hot path reads the time of the check and sync_end, on one cache
+ * line, and only while the server has synchronous standbys.
  *
  * Which standbys are named, and their order, come from each walsender's
  * own priority, which the walsender sets as it takes a reload in.  Their
@@ -287,13 +288,14 @@ FlakeConfirmCheck(FlakeConfirm *c, int64 now)
 }
 
 /*
- * The slow path of FlakeConfirmedCovers(): the last check is too old, or
- * did not cover end_ms.  One caller checks again, holding the lock; the
- * others wait for it to finish (not taking the lock) and find the check
- * young, or, where the holder did something else or checked at an
- * earlier millisecond than theirs, try again.  No call reads the end of
- * the check before while another checks: the time is written only with
- * the new end.
+ * The slow path of FlakeConfirmedCovers(): the last check did not cover
+ * end_ms, which a young one answers as it is, or it is too old.  Then one
+ * caller checks again, holding the lock; the others wait for it to
+ * finish (not taking the lock) and find the check young, or, where the
+ * holder did something else or its check's time is not within
+ * FLAKE_CONFIRM_FRESH_MS before their own clock read, try again.  No call
+ * reads the end of the check before while another checks: the time is
+ * written only with the new end.
  */
 bool
 FlakeConfirmRecheckCovers(FlakeConfirm *c, int64 end_ms, int64 now)

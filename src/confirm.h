@@ -31,7 +31,8 @@ typedef struct FlakeConfirm
 	 * Read by every call while the server has synchronous standbys: the
 	 * part of the lease that the standbys synchronous now have, and when
 	 * that was last checked (ms of the layout's clock).  Written by a
-	 * check, under the lock, in that order.
+	 * check, under the lock, in that order; a reset writes zeros (nothing
+	 * covered, and old).
 	 */
 	pg_atomic_uint64 sync_end;
 	pg_atomic_uint64 checked;

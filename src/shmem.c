@@ -135,15 +135,19 @@ FlakeSnapshot(FlakeShared *s, FlakeLayout *layout)
 
 /*
  * Make the next ID's millisecond at least floor_ms, and let nothing be
- * issued until a lease past it is durable.  Only ever raises both.
+ * issued until a lease past it is durable.  Only ever raises both: a call
+ * that read the status word before it changed may still take ticks
+ * meanwhile (and drop them), so next_tick is raised by compare-and-swap.
  */
 void
 FlakeSetFloor(FlakeShared *s, int64 floor_ms)
 {
 	uint64		tick = FlakeTickOfMs(&s->layout, floor_ms);
+	uint64		next = pg_atomic_read_u64(&s->next_tick);
 
-	if (pg_atomic_read_u64(&s->next_tick) < tick)
-		pg_atomic_write_u64(&s->next_tick, tick);
+	while (next < tick &&
+		   !pg_atomic_compare_exchange_u64(&s->next_tick, &next, tick))
+		;
 	if ((int64) pg_atomic_read_u64(&s->lease_end) < floor_ms)
 		pg_atomic_write_u64(&s->lease_end, (uint64) floor_ms);
 }

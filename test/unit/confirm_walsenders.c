@@ -14,7 +14,9 @@
  * The lock and memory functions of the server are stubs: one process, in
  * which another process's step can be run at a chosen point (when the
  * lock is taken, or after the first read or write of the confirmed end
- * or the check's time).
+ * or the check's time).  The barriers between those reads and between
+ * those writes, which keep their order on other CPUs, no test in one
+ * process can miss.
  */
 #include "postgres.h"
 

@@ -176,16 +176,25 @@ flake_old_install() {
 
 # Stop, the immediate way, the servers still running from data directories
 # under DIR (what a stopped run left); a stale pid file's pid counts only
-# while it is a postmaster of that data directory.
+# while it is a postmaster of that data directory.  One still there 10 s
+# later is killed: a postmaster stuck before it takes signals (a mutant
+# that loops while it sets up shared memory) ignores the first.
 #   flake_stop_servers DIR
 flake_stop_servers() {
-	local pidfile pid dir
+	local pidfile pid dir i pids=()
 	while IFS= read -r pidfile; do
 		dir=$(dirname "$pidfile")
 		pid=$(head -n 1 "$pidfile" 2>/dev/null) || continue
 		[ -n "$pid" ] && tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF -- "$dir" &&
-			kill -QUIT "$pid" 2>/dev/null || true
+			kill -QUIT "$pid" 2>/dev/null && pids+=("$pid") || true
 	done < <(find "$1" -name postmaster.pid 2>/dev/null)
+	for ((i = 0; i < 100 && ${#pids[@]} > 0; i++)); do
+		kill -0 "${pids[@]}" 2>/dev/null || break
+		sleep 0.1
+	done
+	for pid in "${pids[@]}"; do
+		kill -KILL "$pid" 2>/dev/null || true
+	done
 }
 
 # PostgreSQL refuses to run as root.  As root, copy the source tree to a

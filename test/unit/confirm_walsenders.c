@@ -209,6 +209,19 @@ checked_end(void)
 	return FlakeConfirmedEnd(&confirm);
 }
 
+/*
+ * The one standby catches up, a check finds it so, and it falls behind
+ * again once that check is old.
+ */
+static void
+behind_again(void)
+{
+	streaming(1, 1, 800);
+	expect(checked_end(), 8000, "the standby caught up again");
+	now += FLAKE_CONFIRM_FRESH_MS;
+	streaming(1, 1, 600);
+}
+
 /* another call's answer, asked at now for 7500 */
 static bool other_covers;
 
@@ -455,19 +468,13 @@ main(void)
 	expect_bool(other_covers, false,
 				"a call that comes while another checks is not covered by the old end");
 
-	streaming(1, 1, 800);
-	expect(checked_end(), 8000, "the standby caught up again");
-	now += FLAKE_CONFIRM_FRESH_MS;
-	streaming(1, 1, 600);
+	behind_again();
 	other_at_read = other_check;
 	expect_bool(FlakeConfirmedCovers(&confirm, 7500, now), false,
 				"a check made between a call's reads of the end and of its time does not pass the old end for young");
 	expect_bool(other_at_read == NULL, true, "the other check came between the reads");
 
-	streaming(1, 1, 800);
-	expect(checked_end(), 8000, "the standby caught up again");
-	now += FLAKE_CONFIRM_FRESH_MS;
-	streaming(1, 1, 600);
+	behind_again();
 	other_covers = true;
 	other_at_write = other_call;
 	expect(checked_end(), 6000, "a check after the standby fell behind");
@@ -479,10 +486,7 @@ main(void)
 	 * A call that waited while another process held the lock for
 	 * something else than a check finds the check still old, and checks.
 	 */
-	streaming(1, 1, 800);
-	expect(checked_end(), 8000, "the standby caught up again");
-	now += FLAKE_CONFIRM_FRESH_MS;
-	streaming(1, 1, 600);
+	behind_again();
 	lock_held = 1;
 	expect_bool(FlakeConfirmedCovers(&confirm, 7500, now), false,
 				"a call that waited for the lock held for something else checks, and is not covered");

@@ -1,0 +1,411 @@
+/*
+ * A change of the node id (FlakeAdoptNode() in src/shmem.c) or of the
+ * layout (a replayed floor that brings another one, FlakeAdoptLease()) as
+ * another process sees it.  The change publishes the status word when it
+ * begins and again when it is done; a process that reads the word and
+ * copies the layout (FlakeSnapshot()) in between must wait for the end:
+ * taking the word of the beginning, it would reserve ticks with the old
+ * node id after the change began, or keep a layout copied while it was
+ * being written.  The first publication must also give the word a new
+ * generation, so that a call that read the word before the change drops
+ * what it reserves meanwhile.
+ * The lock, the state file and the server's other functions are stubs:
+ * one process, in which another process's snapshot runs after each
+ * publication, and its wait (pg_usleep()) ends that step.
+ */
+#include "postgres.h"
+
+#include <setjmp.h>
+#include <stdio.h>
+
+#include "port/atomics.h"
+
+static uint32 exchange_then_other(volatile pg_atomic_uint32 *ptr,
+								  uint32 value);
+
+#define pg_atomic_exchange_u32(ptr, value) exchange_then_other(ptr, value)
+
+#include "../../src/shmem.c"
+#include "tap.h"
+
+/* the server's variables that src/shmem.c reads */
+int			MaxBackends = 4;
+int			max_prepared_xacts = 0;
+int			flake_node_id = FLAKE_NODE_UNSET;
+PGPROC	   *MyProc = NULL;
+LWLockPadded *MainLWLockArray = NULL;
+shmem_request_hook_type shmem_request_hook = NULL;
+shmem_startup_hook_type shmem_startup_hook = NULL;
+
+static FlakeShared *shared;
+
+/* What the other process saw after one publication. */
+typedef struct Seen
+{
+	uint32		published;		/* the word published */
+	bool		returned;		/* its snapshot returned (did not wait) */
+	uint32		word;			/* what the snapshot returned, if it did */
+	FlakeLayout layout;
+} Seen;
+
+#define MAX_SEEN 8
+static Seen seen[MAX_SEEN];
+static int	nseen = 0;
+static bool watching = false;	/* run the other process after publishing */
+static bool in_other = false;
+static sigjmp_buf other_waits;
+
+/* Another process takes a snapshot; a wait ends its step. */
+static void
+other_snapshot(uint32 published)
+{
+	Seen	   *step;
+
+	if (nseen >= MAX_SEEN)
+	{
+		printf("Bail out! more publications than expected\n");
+		exit(2);
+	}
+	step = &seen[nseen++];
+	step->published = published;
+	step->returned = false;
+	in_other = true;
+	if (sigsetjmp(other_waits, 0) == 0)
+	{
+		step->word = FlakeSnapshot(shared, &step->layout);
+		step->returned = true;
+	}
+	in_other = false;
+}
+
+static uint32
+exchange_then_other(volatile pg_atomic_uint32 *ptr, uint32 value)
+{
+	uint32		old = (pg_atomic_exchange_u32) (ptr, value);
+
+	if (watching && shared != NULL && ptr == &shared->word)
+		other_snapshot(value);
+	return old;
+}
+
+void
+pg_usleep(long microsec)
+{
+	(void) microsec;
+	if (!in_other)
+	{
+		printf("Bail out! the changing process itself waited\n");
+		exit(2);
+	}
+	siglongjmp(other_waits, 1);
+}
+
+/* The stubs of the rest of the server. */
+bool
+LWLockAcquire(LWLock *lock, LWLockMode mode)
+{
+	(void) lock;
+	(void) mode;
+	return true;
+}
+
+void
+LWLockRelease(LWLock *lock)
+{
+	(void) lock;
+}
+
+void
+LWLockInitialize(LWLock *lock, int tranche_id)
+{
+	(void) lock;
+	(void) tranche_id;
+}
+
+int
+LWLockNewTrancheId(void)
+{
+	return 1;
+}
+
+void
+LWLockRegisterTranche(int tranche_id, const char *tranche_name)
+{
+	(void) tranche_id;
+	(void) tranche_name;
+}
+
+void
+ConditionVariableInit(ConditionVariable *cv)
+{
+	(void) cv;
+}
+
+void
+FlakeConfirmInit(FlakeConfirm *c, int tranche)
+{
+	(void) c;
+	(void) tranche;
+}
+
+void
+FlakeConfirmReset(FlakeConfirm *c)
+{
+	(void) c;
+}
+
+bool
+FlakeConfiguredLayout(FlakeLayout *layout, const char **bad_setting)
+{
+	(void) layout;
+	(void) bad_setting;
+	printf("Bail out! the settings were read\n");
+	exit(2);
+}
+
+bool
+FlakeMaySetUp(void)
+{
+	return false;
+}
+
+bool
+FlakePreloaded(void)
+{
+	return true;
+}
+
+FlakeFileStatus
+FlakeStateFileRead(FlakeLease *lease, uint64 *serial)
+{
+	(void) lease;
+	(void) serial;
+	return FLAKE_FILE_MISSING;
+}
+
+bool
+FlakeStateFileWrite(const FlakeLease *lease, uint64 serial,
+					FlakeFileEntry *entry)
+{
+	(void) lease;
+	(void) serial;
+	(void) entry;
+	return true;
+}
+
+TimestampTz
+GetCurrentTimestamp(void)
+{
+	return 0;
+}
+
+const char *
+timestamptz_to_str(TimestampTz t)
+{
+	(void) t;
+	return "";
+}
+
+Oid
+GetUserId(void)
+{
+	return InvalidOid;
+}
+
+bool
+has_privs_of_role(Oid member, Oid role)
+{
+	(void) member;
+	(void) role;
+	return true;
+}
+
+void
+RequestAddinShmemSpace(Size size)
+{
+	(void) size;
+}
+
+void *
+ShmemInitStruct(const char *name, Size size, bool *foundPtr)
+{
+	(void) name;
+	(void) size;
+	(void) foundPtr;
+	return NULL;
+}
+
+Size
+add_size(Size s1, Size s2)
+{
+	return s1 + s2;
+}
+
+Size
+mul_size(Size s1, Size s2)
+{
+	return s1 * s2;
+}
+
+/* LOG lines are dropped; nothing else may be reported */
+bool
+errstart(int elevel, const char *domain)
+{
+	(void) domain;
+	if (elevel >= ERROR)
+	{
+		printf("Bail out! an error was reported\n");
+		exit(2);
+	}
+	return false;
+}
+
+bool
+errstart_cold(int elevel, const char *domain)
+{
+	return errstart(elevel, domain);
+}
+
+void
+errfinish(const char *filename, int lineno, const char *funcname)
+{
+	(void) filename;
+	(void) lineno;
+	(void) funcname;
+}
+
+int
+errcode(int sqlerrcode)
+{
+	(void) sqlerrcode;
+	return 0;
+}
+
+int
+errcode_for_file_access(void)
+{
+	return 0;
+}
+
+int
+errmsg(const char *fmt,...)
+{
+	(void) fmt;
+	return 0;
+}
+
+int
+errdetail(const char *fmt,...)
+{
+	(void) fmt;
+	return 0;
+}
+
+int
+errhint(const char *fmt,...)
+{
+	(void) fmt;
+	return 0;
+}
+
+static const FlakeLayout layout_a = {INT64CONST(1735689600000), 10};
+static const FlakeLayout layout_b = {INT64CONST(1704067200000), 12};
+
+/* A generator in use: layout a, node 1, IDs reserved into ms 5000. */
+static void
+set_up_generator(void)
+{
+	if (shared == NULL)
+		shared = calloc(1, FlakeShmemSize());
+	watching = false;
+	FlakeInitShared(shared);
+	shared->configured = layout_a;
+	shared->configured_valid = true;
+	shared->layout = layout_a;
+	shared->file_status = FLAKE_FILE_OK;
+	shared->node_id = 1;
+	shared->set_up = true;
+	pg_atomic_write_u64(&shared->next_tick,
+						FlakeTickOfMs(&layout_a, 5000) + 17);
+	pg_atomic_write_u64(&shared->lease_end, 6000);
+	FlakePublish(shared);
+	nseen = 0;
+	watching = true;
+}
+
+/* the change's publications: all but the last waited, the last did not */
+static void
+check_waits(const char *change, uint32 before)
+{
+	char		what[200];
+	int			early_returns = 0;
+
+	snprintf(what, sizeof(what), "%s: publishes when it begins and when it ends", change);
+	tap_check(nseen == 2, what, "%d publications", nseen);
+	if (nseen < 2)
+		return;
+	snprintf(what, sizeof(what), "%s: the first publication gives the word a new generation", change);
+	tap_check(FlakeWordGen(seen[0].published) != FlakeWordGen(before), what,
+			  "word %08x before, %08x at the start", before, seen[0].published);
+	for (int i = 0; i < nseen - 1; i++)
+		if (seen[i].returned)
+			early_returns++;
+	snprintf(what, sizeof(what), "%s: a snapshot taken while it is under way waits for its end", change);
+	tap_check(early_returns == 0, what,
+			  "returned word %08x (status %d, node %d) and a layout of %d node bits",
+			  seen[0].word, FlakeWordStatus(seen[0].word), FlakeWordNode(seen[0].word),
+			  seen[0].layout.node_bits);
+	snprintf(what, sizeof(what), "%s: a snapshot after its end returns the last word", change);
+	tap_check(seen[nseen - 1].returned &&
+			  seen[nseen - 1].word == seen[nseen - 1].published, what,
+			  "returned %d, word %08x, published %08x", seen[nseen - 1].returned,
+			  seen[nseen - 1].word, seen[nseen - 1].published);
+}
+
+int
+main(void)
+{
+	uint32		before;
+	Seen	   *last;
+	FlakeLease	lease;
+
+	/* the node id changes from 1 to 2 */
+	set_up_generator();
+	before = pg_atomic_read_u32(&shared->word);
+	FlakeAdoptNode(shared, 2);
+	check_waits("a node id change", before);
+	last = &seen[nseen - 1];
+	tap_check(FlakeWordStatus(last->word) == FLAKE_GEN_READY &&
+			  FlakeWordNode(last->word) == 2,
+			  "a node id change: the word at its end is ready, with the new node id",
+			  "status %d, node %d", FlakeWordStatus(last->word), FlakeWordNode(last->word));
+	tap_check(pg_atomic_read_u64(&shared->next_tick) == FlakeTickOfMs(&layout_a, 5001),
+			  "a node id change: the new node id's IDs start at the next millisecond",
+			  "next tick %llu, want %llu",
+			  (unsigned long long) pg_atomic_read_u64(&shared->next_tick),
+			  (unsigned long long) FlakeTickOfMs(&layout_a, 5001));
+
+	/* a replayed floor brings layout b */
+	set_up_generator();
+	before = pg_atomic_read_u32(&shared->word);
+	FlakeLeaseFill(&lease, &layout_b, 3, 9000, 1);
+	tap_check(FlakeAdoptLease(shared, &lease), "a floor with another layout is adopted", "it was not");
+	check_waits("a layout change", before);
+	last = &seen[nseen - 1];
+	tap_check(FlakeSameLayout(&last->layout, &layout_b),
+			  "a layout change: the layout at its end is the new one",
+			  "%d node bits", last->layout.node_bits);
+	tap_check(FlakeWordStatus(last->word) == FLAKE_GEN_LAYOUT_CHANGED,
+			  "a layout change: the generator waits until the settings' layout is accepted",
+			  "status %d", FlakeWordStatus(last->word));
+	tap_check(pg_atomic_read_u64(&shared->next_tick) == FlakeTickOfMs(&layout_b, 9000),
+			  "a layout change: the next ID is at the floor, in the new layout",
+			  "next tick %llu", (unsigned long long) pg_atomic_read_u64(&shared->next_tick));
+
+	/* the same node id again: nothing changes, nothing is published */
+	set_up_generator();
+	FlakeAdoptNode(shared, 1);
+	tap_check(nseen == 0, "the same node id again publishes nothing", "%d publications", nseen);
+
+	return tap_done();
+}

@@ -41,6 +41,7 @@ static void write_then_other(volatile pg_atomic_uint64 *ptr, uint64 value);
 
 #include "../../src/confirm.c"
 #include "tap.h"
+#include "stubs.h"
 
 WalSndCtlData *WalSndCtl = NULL;
 int			max_wal_senders = 0;
@@ -99,19 +100,6 @@ LWLockAcquireOrWait(LWLock *lock, LWLockMode mode)
 		return false;
 	}
 	return LWLockAcquire(lock, mode);
-}
-
-void
-LWLockRelease(LWLock *lock)
-{
-	(void) lock;
-}
-
-void
-LWLockInitialize(LWLock *lock, int tranche_id)
-{
-	(void) lock;
-	(void) tranche_id;
 }
 
 void *

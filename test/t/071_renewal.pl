@@ -37,7 +37,7 @@ $node->safe_psql('postgres', 'CREATE EXTENSION flakeid');
 sub renewals
 {
 	return $node->safe_psql('postgres',
-		'SELECT max(serial) FROM flakeid_state_file() WHERE valid');
+		'SELECT coalesce(max(serial), 0) FROM flakeid_state_file() WHERE valid');
 }
 my $before = renewals();
 my $start = time;

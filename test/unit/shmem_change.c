@@ -9,9 +9,13 @@
  * being written.  The first publication must also give the word a new
  * generation, so that a call that read the word before the change drops
  * what it reserves meanwhile.
+ * A change and a floor raise the next tick by compare-and-swap: a call
+ * that reserves meanwhile is never set back, and the new node id's IDs
+ * start past its ticks too.
  * The lock, the state file and the server's other functions are stubs:
  * one process, in which another process's snapshot runs after each
- * publication, and its wait (pg_usleep()) ends that step.
+ * publication, and its wait (pg_usleep()) ends that step; another
+ * process's reservation runs before a chosen swap of the next tick.
  */
 #include "postgres.h"
 
@@ -22,8 +26,12 @@
 
 static uint32 exchange_then_other(volatile pg_atomic_uint32 *ptr,
 								  uint32 value);
+static bool other_then_swap(volatile pg_atomic_uint64 *ptr, uint64 *expected,
+							uint64 newval);
 
 #define pg_atomic_exchange_u32(ptr, value) exchange_then_other(ptr, value)
+#define pg_atomic_compare_exchange_u64(ptr, expected, newval) \
+	other_then_swap(ptr, expected, newval)
 
 #include "../../src/shmem.c"
 #include "tap.h"
@@ -87,6 +95,20 @@ exchange_then_other(volatile pg_atomic_uint32 *ptr, uint32 value)
 	if (watching && shared != NULL && ptr == &shared->word)
 		other_snapshot(value);
 	return old;
+}
+
+/* another process's reservation, run once before the next swap of next_tick */
+static uint64 other_takes = 0;
+
+static bool
+other_then_swap(volatile pg_atomic_uint64 *ptr, uint64 *expected, uint64 newval)
+{
+	if (other_takes > 0 && shared != NULL && ptr == &shared->next_tick)
+	{
+		pg_atomic_fetch_add_u64(ptr, other_takes);
+		other_takes = 0;
+	}
+	return (pg_atomic_compare_exchange_u64) (ptr, expected, newval);
 }
 
 void
@@ -317,6 +339,7 @@ set_up_generator(void)
 	pg_atomic_write_u64(&shared->lease_end, 6000);
 	FlakePublish(shared);
 	nseen = 0;
+	other_takes = 0;
 	watching = true;
 }
 
@@ -388,6 +411,50 @@ main(void)
 	tap_check(pg_atomic_read_u64(&shared->next_tick) == FlakeTickOfMs(&layout_b, 9000),
 			  "a layout change: the next ID is at the floor, in the new layout",
 			  "next tick %llu", (unsigned long long) pg_atomic_read_u64(&shared->next_tick));
+
+	/*
+	 * A call that read the word before the change reserves between the
+	 * change's read of next_tick and its swap, into ms 5003: the new node
+	 * id's IDs start after those ticks all the same.
+	 */
+	set_up_generator();
+	other_takes = FlakeTickOfMs(&layout_a, 5003) + 5 -
+		pg_atomic_read_u64(&shared->next_tick);
+	FlakeAdoptNode(shared, 2);
+	tap_check(other_takes == 0 &&
+			  pg_atomic_read_u64(&shared->next_tick) == FlakeTickOfMs(&layout_a, 5004),
+			  "a node id change: ticks taken while it moves to the next millisecond are passed too",
+			  "next tick %llu, want %llu",
+			  (unsigned long long) pg_atomic_read_u64(&shared->next_tick),
+			  (unsigned long long) FlakeTickOfMs(&layout_a, 5004));
+
+	/*
+	 * A floor at ms 7000 while a call that read the word before it
+	 * reserves between the floor's read of next_tick and its swap: past
+	 * the floor, next_tick stays where that call left it; short of it,
+	 * it is raised to the floor.
+	 */
+	set_up_generator();
+	other_takes = FlakeTickOfMs(&layout_a, 7000) + 500 -
+		pg_atomic_read_u64(&shared->next_tick);
+	FlakeSetFloor(shared, 7000);
+	tap_check(other_takes == 0 &&
+			  pg_atomic_read_u64(&shared->next_tick) == FlakeTickOfMs(&layout_a, 7000) + 500,
+			  "a floor never lowers the next tick that a call raised past it meanwhile",
+			  "next tick %llu, want %llu",
+			  (unsigned long long) pg_atomic_read_u64(&shared->next_tick),
+			  (unsigned long long) FlakeTickOfMs(&layout_a, 7000) + 500);
+	set_up_generator();
+	other_takes = 100;
+	FlakeSetFloor(shared, 7000);
+	tap_check(other_takes == 0 &&
+			  pg_atomic_read_u64(&shared->next_tick) == FlakeTickOfMs(&layout_a, 7000) &&
+			  pg_atomic_read_u64(&shared->lease_end) == 7000,
+			  "a floor raises the next tick and the lease end to it when a call meanwhile stays short",
+			  "next tick %llu, want %llu; lease end %llu",
+			  (unsigned long long) pg_atomic_read_u64(&shared->next_tick),
+			  (unsigned long long) FlakeTickOfMs(&layout_a, 7000),
+			  (unsigned long long) pg_atomic_read_u64(&shared->lease_end));
 
 	/* the same node id again: nothing changes, nothing is published */
 	set_up_generator();

@@ -1918,14 +1918,23 @@ sub check_all
 		'(?<!archive command was )(?<!from archive: child process was )terminated by signal (?!9\b)\d+[^\n]*',
 		'archive command was terminated by signal (?!3\b|9\b)\d+[^\n]*',
 		'PANIC:[^\n]*', 'TRAP:[^\n]*');
-	my @crashes;
+	my (@crashes, @context);
 	foreach my $node (@all_nodes)
 	{
-		my $log = slurp_file($node->logfile);
-		push @crashes, $node->name . ": $1" while $log =~ /($crash)/g;
+		my @lines = split /\n/, slurp_file($node->logfile);
+		foreach my $i (0 .. $#lines)
+		{
+			next unless $lines[$i] =~ /($crash)/;
+			push @crashes, $node->name . ": $1";
+			# what the server wrote before it: the process, and what a
+			# library that aborted said on its stderr
+			push @context, "--- " . $node->name . ", the lines before that one:",
+			  @lines[ max(0, $i - 15) .. $i ]
+			  if @context < 100;
+		}
 	}
 	is(scalar(@crashes), 0, "$label: the servers' logs show no crash but the injected ones")
-	  or diag(join("\n", @crashes[0 .. min(4, $#crashes)]));
+	  or diag(join("\n", @crashes[0 .. min(4, $#crashes)], @context));
 	return;
 }
 

@@ -128,8 +128,11 @@ is(renewals() - $idle_before, 0,
 # flakeid.max_lead to 100 ms (and flakeid.max_lease_wait to 1 s), then
 # reserves 6 s of ticks at once: 5 s past the lease, which the worker's
 # own max_lead would renew only as the clock comes within 1.1 s of them.
-# The lead is read after the rows are counted, which a loaded machine
-# takes up to two thirds of their lead to do.
+# The IDs are read from a cursor, one at a time: the first returns once
+# all are reserved, and the last ID's lead is read then (its millisecond
+# follows from the first ID's, the ticks being consecutive, 4096 a
+# millisecond), not after the rows are counted, which a loaded machine
+# takes seconds to do.
 $node->safe_psql('postgres', 'SELECT nextflake()');
 my ($out4, $err4) = ('', '');
 my $late = IPC::Run::start(
@@ -137,16 +140,24 @@ my $late = IPC::Run::start(
 		'psql', '-XAtq', '-v', 'VERBOSITY=verbose', '-d', $node->connstr('postgres'),
 		'-c', q{DO $$
 		DECLARE
+			ids refcursor;
+			first_id flakeid;
+			top_at timestamptz;
+			ahead numeric;
 			n bigint;
-			top_id flakeid;
 		BEGIN
 			PERFORM nextflake();
 			PERFORM pg_sleep(1.5);
-			SELECT count(*), max(f) INTO n, top_id FROM nextflakes(4096 * 6000) f;
-			RAISE NOTICE 'issued %, max_lead %, % ms ahead, lease past them: %', n,
-				current_setting('flakeid.max_lead'),
-				round(extract(epoch FROM flakeid_timestamp(top_id) - clock_timestamp()) * 1000),
-				(SELECT lease_end > flakeid_timestamp(top_id) FROM flakeid_status());
+			OPEN ids FOR SELECT nextflakes(4096 * 6000);
+			FETCH ids INTO first_id;
+			top_at := flakeid_timestamp(first_id) +
+				((flakeid_sequence(first_id) + 4096 * 6000 - 1) / 4096) * interval '1 ms';
+			ahead := round(extract(epoch FROM top_at - clock_timestamp()) * 1000);
+			MOVE FORWARD ALL FROM ids;
+			GET DIAGNOSTICS n = ROW_COUNT;
+			RAISE NOTICE 'issued %, max_lead %, % ms ahead, lease past them: %', n + 1,
+				current_setting('flakeid.max_lead'), ahead,
+				(SELECT lease_end > top_at FROM flakeid_status());
 		END $$}
 	],
 	'>', \$out4, '2>', \$err4, run_timeout(60));

@@ -1,7 +1,8 @@
 /*
- * A change of the node id (FlakeAdoptNode() in src/shmem.c) or of the
- * layout (a replayed floor that brings another one, FlakeAdoptLease()) as
- * another process sees it.  The change publishes the status word when it
+ * The status that the generator's facts give (FlakeComputeStatus() in
+ * src/shmem.c), first cause first; and a change of the node id
+ * (FlakeAdoptNode()) or of the layout (a replayed floor that brings
+ * another one, FlakeAdoptLease()) as another process sees it.  The change publishes the status word when it
  * begins and again when it is done; a process that reads the word and
  * copies the layout (FlakeSnapshot()) in between must wait for the end:
  * taking the word of the beginning, it would reserve ticks with the old
@@ -343,6 +344,89 @@ set_up_generator(void)
 	watching = true;
 }
 
+/* The facts that stop generation, first cause first, and their status. */
+static void
+cause(int i)
+{
+	switch (i)
+	{
+		case 0:
+			shared->changing = true;
+			break;
+		case 1:
+			shared->set_up = false;
+			break;
+		case 2:
+			shared->configured_valid = false;
+			break;
+		case 3:
+			shared->file_status = FLAKE_FILE_UNREADABLE;
+			break;
+		case 4:
+			shared->file_status = FLAKE_FILE_DAMAGED;
+			break;
+		case 5:
+			shared->file_behind = true;
+			break;
+		case 6:
+			shared->configured = layout_b;
+			break;
+		case 7:
+			shared->node_id = FLAKE_NODE_UNSET;
+			break;
+	}
+}
+
+static const FlakeStatus cause_status[] = {
+	FLAKE_GEN_CHANGING, FLAKE_GEN_NOT_SET_UP, FLAKE_GEN_LAYOUT_INVALID,
+	FLAKE_GEN_FILE_UNREADABLE, FLAKE_GEN_FILE_DAMAGED, FLAKE_GEN_FILE_BEHIND,
+	FLAKE_GEN_LAYOUT_CHANGED, FLAKE_GEN_NODE_UNSET
+};
+
+#define NCAUSES lengthof(cause_status)
+
+/*
+ * Each cause alone gives its status, and with every later cause too (set
+ * last to first, so that of two values of one field its own stays), still
+ * its own; with none, the generator is ready.
+ */
+static void
+check_statuses(void)
+{
+	int			alone = 0;
+	int			first = 0;
+	char		detail[200] = "";
+
+	for (int i = 0; i < (int) NCAUSES; i++)
+	{
+		FlakeStatus got;
+
+		set_up_generator();
+		cause(i);
+		got = FlakeComputeStatus(shared);
+		if (got == cause_status[i])
+			alone++;
+		else
+			snprintf(detail, sizeof(detail), "cause %d alone gave status %d, not %d",
+					 i, got, cause_status[i]);
+		set_up_generator();
+		for (int j = NCAUSES - 1; j >= i; j--)
+			cause(j);
+		got = FlakeComputeStatus(shared);
+		if (got == cause_status[i])
+			first++;
+		else
+			snprintf(detail, sizeof(detail), "causes %d and later gave status %d, not %d",
+					 i, got, cause_status[i]);
+	}
+	tap_check(alone == NCAUSES, "each cause that stops generation alone gives its status",
+			  "%s", detail);
+	tap_check(first == NCAUSES, "of several causes, the status is the first one's", "%s", detail);
+	set_up_generator();
+	tap_check(FlakeComputeStatus(shared) == FLAKE_GEN_READY, "with no cause, the generator is ready",
+			  "status %d", FlakeComputeStatus(shared));
+}
+
 /* the change's publications: all but the last waited, the last did not */
 static void
 check_waits(const char *change, uint32 before)
@@ -455,6 +539,8 @@ main(void)
 			  (unsigned long long) pg_atomic_read_u64(&shared->next_tick),
 			  (unsigned long long) FlakeTickOfMs(&layout_a, 7000),
 			  (unsigned long long) pg_atomic_read_u64(&shared->lease_end));
+
+	check_statuses();
 
 	/* the same node id again: nothing changes, nothing is published */
 	set_up_generator();

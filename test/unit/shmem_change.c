@@ -194,13 +194,23 @@ FlakeStateFileRead(FlakeLease *lease, uint64 *serial)
 	return FLAKE_FILE_MISSING;
 }
 
+/* the state file: whether writes fail, and what was written last */
+static bool write_fails = false;
+static FlakeLease written;
+static uint64 written_serial = 0;
+
 bool
 FlakeStateFileWrite(const FlakeLease *lease, uint64 serial,
 					FlakeFileEntry *entry)
 {
-	(void) lease;
-	(void) serial;
 	(void) entry;
+	if (write_fails)
+	{
+		errno = ENOSPC;
+		return false;
+	}
+	written = *lease;
+	written_serial = serial;
 	return true;
 }
 
@@ -338,9 +348,14 @@ set_up_generator(void)
 	pg_atomic_write_u64(&shared->next_tick,
 						FlakeTickOfMs(&layout_a, 5000) + 17);
 	pg_atomic_write_u64(&shared->lease_end, 6000);
+	FlakeLeaseFill(&shared->recorded, &layout_a, 1, 6000, 1);
+	shared->have_recorded = true;
+	shared->serial = 7;
 	FlakePublish(shared);
 	nseen = 0;
 	other_takes = 0;
+	write_fails = false;
+	written_serial = 0;
 	watching = true;
 }
 
@@ -427,6 +442,137 @@ check_statuses(void)
 			  "status %d", FlakeComputeStatus(shared));
 }
 
+/*
+ * A renewal raises the lease end and nothing else, only once the file has
+ * it; a failed write changes nothing but the failure noted.  A replayed
+ * lease is adopted only when it reaches further than the one recorded,
+ * and when the file cannot take it, kept in memory with generation held.
+ */
+static void
+check_leases(void)
+{
+	FlakeLease	lease;
+	uint64		next;
+	bool		stored;
+
+	set_up_generator();
+	next = pg_atomic_read_u64(&shared->next_tick);
+	FlakeLeaseFill(&lease, &layout_a, 1, 8000, 1);
+	stored = FlakeStoreLease(shared, &lease, false);
+	tap_check(stored && pg_atomic_read_u64(&shared->lease_end) == 8000 &&
+			  pg_atomic_read_u64(&shared->next_tick) == next &&
+			  written_serial == 8 && shared->serial == 8 &&
+			  written.lease_end == 8000 && nseen == 1 &&
+			  FlakeWordStatus(seen[0].word) == FLAKE_GEN_READY,
+			  "a renewal is written with the next serial and raises the lease end only",
+			  "stored %d, lease end %llu, next tick moved by %lld, serial %llu (file %llu), %d publications",
+			  stored, (unsigned long long) pg_atomic_read_u64(&shared->lease_end),
+			  (long long) (pg_atomic_read_u64(&shared->next_tick) - next),
+			  (unsigned long long) shared->serial, (unsigned long long) written_serial, nseen);
+	FlakeLeaseFill(&lease, &layout_a, 1, 7000, 1);
+	(void) FlakeStoreLease(shared, &lease, false);
+	tap_check(pg_atomic_read_u64(&shared->lease_end) == 8000,
+			  "a renewal that ends sooner does not lower the lease end",
+			  "lease end %llu", (unsigned long long) pg_atomic_read_u64(&shared->lease_end));
+
+	set_up_generator();
+	write_fails = true;
+	FlakeLeaseFill(&lease, &layout_a, 1, 8000, 1);
+	stored = FlakeStoreLease(shared, &lease, false);
+	tap_check(!stored && errno == ENOSPC && pg_atomic_read_u64(&shared->lease_end) == 6000 &&
+			  shared->serial == 7 && shared->lease_failing &&
+			  shared->lease_errno == ENOSPC && nseen == 0,
+			  "a renewal whose write fails changes nothing but the failure noted",
+			  "stored %d, lease end %llu, serial %llu, failing %d, %d publications",
+			  stored, (unsigned long long) pg_atomic_read_u64(&shared->lease_end),
+			  (unsigned long long) shared->serial, shared->lease_failing, nseen);
+	write_fails = false;
+	stored = FlakeStoreLease(shared, &lease, false);
+	tap_check(stored && !shared->lease_failing && pg_atomic_read_u64(&shared->lease_end) == 8000,
+			  "the next write that works clears the failure and takes the lease",
+			  "stored %d, failing %d", stored, shared->lease_failing);
+
+	set_up_generator();
+	FlakeLeaseFill(&lease, &layout_a, 2, 9000, 2);
+	stored = FlakeAdoptLease(shared, &lease);
+	tap_check(stored && shared->recorded.lease_end == 9000 &&
+			  pg_atomic_read_u64(&shared->next_tick) == FlakeTickOfMs(&layout_a, 9000) &&
+			  pg_atomic_read_u64(&shared->lease_end) == 9000 && nseen == 1,
+			  "a replayed lease that reaches further is adopted as a floor",
+			  "adopted %d, recorded end %lld, %d publications", stored,
+			  (long long) shared->recorded.lease_end, nseen);
+	nseen = 0;
+	stored = FlakeAdoptLease(shared, &lease);
+	tap_check(!stored && nseen == 0, "the same lease again is not adopted", "adopted %d", stored);
+	FlakeLeaseFill(&lease, &layout_a, 2, 8999, 2);
+	stored = FlakeAdoptLease(shared, &lease);
+	tap_check(!stored && nseen == 0 && shared->recorded.lease_end == 9000,
+			  "a replayed lease that ends sooner is not adopted: the floor never goes back",
+			  "adopted %d, recorded end %lld", stored, (long long) shared->recorded.lease_end);
+	FlakeLeaseFill(&lease, &layout_b, 2, 9000, 2);
+	stored = FlakeAdoptLease(shared, &lease);
+	tap_check(!stored && FlakeSameLayout(&shared->layout, &layout_a),
+			  "nor one whose end is as large a number but sooner in time (an earlier epoch)",
+			  "adopted %d", stored);
+
+	set_up_generator();
+	write_fails = true;
+	FlakeLeaseFill(&lease, &layout_a, 2, 9000, 2);
+	stored = FlakeAdoptLease(shared, &lease);
+	tap_check(stored && shared->file_behind && shared->recorded.lease_end == 9000 &&
+			  pg_atomic_read_u64(&shared->next_tick) == FlakeTickOfMs(&layout_a, 9000) &&
+			  nseen == 1 && FlakeWordStatus(seen[0].word) == FLAKE_GEN_FILE_BEHIND,
+			  "a replayed lease the file cannot take is kept in memory, and nothing is generated until it is written",
+			  "adopted %d, behind %d, status %d", stored, shared->file_behind,
+			  nseen ? (int) FlakeWordStatus(seen[0].word) : -1);
+	write_fails = false;
+	FlakeLeaseFill(&lease, &layout_a, 1, 9500, 2);
+	stored = FlakeStoreLease(shared, &lease, false);
+	tap_check(stored && !shared->file_behind && nseen == 2 &&
+			  FlakeWordStatus(seen[1].word) == FLAKE_GEN_READY,
+			  "once a lease is written, the generator is ready again",
+			  "stored %d, behind %d", stored, shared->file_behind);
+}
+
+/*
+ * Publications give the word generations 1 to 255 in turn: never 0, so
+ * that the word is never 0, which a process that never read it holds;
+ * and all 255 of the byte before one comes again, so that a call must
+ * sleep through 255 changes to take an old word for the current one.
+ */
+static void
+check_generations(void)
+{
+	bool		seen_gen[256] = {false};
+	int			distinct = 0;
+	uint32		first;
+	uint32		word = 0;
+
+	set_up_generator();
+	watching = false;
+	first = FlakeWordGen(pg_atomic_read_u32(&shared->word));
+	for (int i = 0; i < 600; i++)
+	{
+		uint32		gen;
+
+		FlakePublish(shared);
+		word = pg_atomic_read_u32(&shared->word);
+		gen = FlakeWordGen(word);
+		if (gen == 0 || word == 0)
+			break;
+		if (i < 255 && !seen_gen[gen])
+		{
+			seen_gen[gen] = true;
+			distinct++;
+		}
+	}
+	tap_check(word != 0 && FlakeWordGen(word) != 0,
+			  "a publication never gives the word generation 0", "word %08x", word);
+	tap_check(distinct == 255 && seen_gen[first],
+			  "255 publications in a row give 255 generations, the last one the first's again",
+			  "%d distinct", distinct);
+}
+
 /* the change's publications: all but the last waited, the last did not */
 static void
 check_waits(const char *change, uint32 before)
@@ -459,6 +605,7 @@ check_waits(const char *change, uint32 before)
 int
 main(void)
 {
+	int64		end_b = layout_a.epoch_ms - layout_b.epoch_ms + 9000;
 	uint32		before;
 	Seen	   *last;
 	FlakeLease	lease;
@@ -479,10 +626,10 @@ main(void)
 			  (unsigned long long) pg_atomic_read_u64(&shared->next_tick),
 			  (unsigned long long) FlakeTickOfMs(&layout_a, 5001));
 
-	/* a replayed floor brings layout b */
+	/* a replayed floor brings layout b, its end 9 s past the recorded lease's */
 	set_up_generator();
 	before = pg_atomic_read_u32(&shared->word);
-	FlakeLeaseFill(&lease, &layout_b, 3, 9000, 1);
+	FlakeLeaseFill(&lease, &layout_b, 3, end_b, 1);
 	tap_check(FlakeAdoptLease(shared, &lease), "a floor with another layout is adopted", "it was not");
 	check_waits("a layout change", before);
 	last = &seen[nseen - 1];
@@ -492,7 +639,7 @@ main(void)
 	tap_check(FlakeWordStatus(last->word) == FLAKE_GEN_LAYOUT_CHANGED,
 			  "a layout change: the generator waits until the settings' layout is accepted",
 			  "status %d", FlakeWordStatus(last->word));
-	tap_check(pg_atomic_read_u64(&shared->next_tick) == FlakeTickOfMs(&layout_b, 9000),
+	tap_check(pg_atomic_read_u64(&shared->next_tick) == FlakeTickOfMs(&layout_b, end_b),
 			  "a layout change: the next ID is at the floor, in the new layout",
 			  "next tick %llu", (unsigned long long) pg_atomic_read_u64(&shared->next_tick));
 
@@ -541,6 +688,52 @@ main(void)
 			  (unsigned long long) pg_atomic_read_u64(&shared->lease_end));
 
 	check_statuses();
+	check_generations();
+	check_leases();
+
+	/*
+	 * The new node id's IDs start at the millisecond after the last tick
+	 * taken (next - 1), from wherever next stands in its millisecond;
+	 * with no tick taken, nothing moves.
+	 */
+	{
+		const uint64 ms_start = FlakeTickOfMs(&layout_a, 5000);
+		const uint64 ms_next = FlakeTickOfMs(&layout_a, 5001);
+		const uint64 from[] = {0, 1, ms_start + 1, ms_start + 17, ms_next - 1, ms_next, ms_next + 1};
+		const uint64 want[] = {0, FlakeTickOfMs(&layout_a, 1), ms_next, ms_next, ms_next, ms_next,
+		FlakeTickOfMs(&layout_a, 5002)};
+		int			right = 0;
+		char		detail[200] = "";
+
+		for (int i = 0; i < (int) lengthof(from); i++)
+		{
+			set_up_generator();
+			pg_atomic_write_u64(&shared->next_tick, from[i]);
+			FlakeAdoptNode(shared, 2);
+			if (pg_atomic_read_u64(&shared->next_tick) == want[i])
+				right++;
+			else
+				snprintf(detail, sizeof(detail), "from %llu: %llu, want %llu",
+						 (unsigned long long) from[i],
+						 (unsigned long long) pg_atomic_read_u64(&shared->next_tick),
+						 (unsigned long long) want[i]);
+		}
+		tap_check(right == (int) lengthof(from),
+				  "a node id change moves the next tick to the millisecond after the last one taken",
+				  "%s", detail);
+	}
+
+	/* a node id that does not fit the layout is refused; unset is taken */
+	set_up_generator();
+	FlakeAdoptNode(shared, 1024);
+	tap_check(shared->node_id == 1 && nseen == 0,
+			  "a node id that does not fit the layout (1024 with 10 node bits) is refused",
+			  "node id %d, %d publications", shared->node_id, nseen);
+	FlakeAdoptNode(shared, FLAKE_NODE_UNSET);
+	tap_check(shared->node_id == FLAKE_NODE_UNSET && nseen == 2 &&
+			  FlakeWordStatus(seen[1].word) == FLAKE_GEN_NODE_UNSET,
+			  "a node id unset is taken, and nothing is generated",
+			  "node id %d, %d publications", shared->node_id, nseen);
 
 	/* the same node id again: nothing changes, nothing is published */
 	set_up_generator();

@@ -133,6 +133,14 @@ LWLockAcquire(LWLock *lock, LWLockMode mode)
 	return true;
 }
 
+#if PG_VERSION_NUM >= 190000
+int
+LWLockNewTrancheId(const char *name)
+{
+	(void) name;
+	return 1;
+}
+#else
 int
 LWLockNewTrancheId(void)
 {
@@ -145,6 +153,33 @@ LWLockRegisterTranche(int tranche_id, const char *tranche_name)
 	(void) tranche_id;
 	(void) tranche_name;
 }
+#endif
+
+#ifdef FLAKE_HAVE_DSM_REGISTRY
+/* PostgreSQL 17 and later: where the generator lives without preloading */
+ProcNumber	MyProcNumber = 0;
+
+#if PG_VERSION_NUM >= 190000
+void *
+GetNamedDSMSegment(const char *name, size_t size,
+				   void (*init_callback) (void *ptr, void *arg),
+				   bool *found, void *arg)
+{
+	(void) arg;
+#else
+void *
+GetNamedDSMSegment(const char *name, size_t size,
+				   void (*init_callback) (void *ptr), bool *found)
+{
+#endif
+	(void) name;
+	(void) size;
+	(void) init_callback;
+	(void) found;
+	printf("Bail out! the generator was looked for in the DSM registry\n");
+	exit(2);
+}
+#endif
 
 void
 ConditionVariableInit(ConditionVariable *cv)

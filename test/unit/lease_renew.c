@@ -1,0 +1,476 @@
+/*
+ * What the lease worker writes (FlakeLeaseRenew() in src/lease.c), at a
+ * clock set here: a renewal once the clock or the IDs come within half a
+ * lease of its end (at exactly half, not yet), a lease past the last ID
+ * reserved but no further than flakeid.max_lead ahead of the clock, or
+ * past what a waiting call asks for; none while idle, not ready or in
+ * recovery; none past the last millisecond.  After a change of timeline,
+ * or with the newest lease in memory only, a floor first: above the
+ * newest lease, and after a change of timeline above the clock by
+ * flakeid.max_lead, a lease and flakeid.max_clock_skew, which becomes the
+ * promotion floor.
+ * The shared generator, the state file and the server's other functions
+ * are stubs: the test sets the word, the newest lease, the timeline and
+ * the clock, and reads the lease stored.
+ */
+#include "postgres.h"
+
+#include <stdio.h>
+#include <time.h>
+
+#include "../../src/lease.c"
+#include "tap.h"
+#include "stubs.h"
+
+/* the settings and the server's variables that src/lease.c reads */
+int			flake_max_lead_ms = 3000;
+int			flake_max_clock_skew_ms = 1000;
+sigjmp_buf *PG_exception_stack = NULL;
+ErrorContextCallback *error_context_stack = NULL;
+
+static const FlakeLayout layout = {INT64CONST(1735689600000), 10};
+
+/* what the test sets */
+static int64 clock_ms;			/* the wall clock, in ms of the layout */
+static FlakeStatus status;
+static bool in_recovery;
+static TimeLineID timeline;
+static bool have_recorded;
+static FlakeLease recorded;
+static bool store_fails;
+
+/* what the code did */
+static int	nstored;
+static FlakeLease stored;
+static bool stored_floor;
+static int	broadcasts;
+
+static FlakeShared *shared;
+
+static void
+bail(const char *what)
+{
+	printf("Bail out! %s\n", what);
+	exit(2);
+}
+
+int
+clock_gettime(clockid_t clock, struct timespec *ts)
+{
+	int64		ms = layout.epoch_ms + clock_ms;
+
+	(void) clock;
+	ts->tv_sec = ms / 1000;
+	ts->tv_nsec = (ms % 1000) * 1000000;
+	return 0;
+}
+
+uint32
+FlakeSnapshot(FlakeShared *s, FlakeLayout *out)
+{
+	(void) s;
+	*out = layout;
+	return FlakeWord(1, status, 3);
+}
+
+bool
+FlakeRecordedLease(FlakeShared *s, FlakeLease *lease)
+{
+	(void) s;
+	if (have_recorded)
+		*lease = recorded;
+	return have_recorded;
+}
+
+bool
+FlakeStoreLease(FlakeShared *s, const FlakeLease *lease, bool is_floor)
+{
+	if (store_fails)
+	{
+		errno = ENOSPC;
+		return false;
+	}
+	nstored++;
+	stored = *lease;
+	stored_floor = is_floor;
+	if ((int64) pg_atomic_read_u64(&s->lease_end) < lease->lease_end)
+		pg_atomic_write_u64(&s->lease_end, (uint64) lease->lease_end);
+	return true;
+}
+
+TimeLineID
+GetWALInsertionTimeLine(void)
+{
+	return timeline;
+}
+
+bool
+RecoveryInProgress(void)
+{
+	return in_recovery;
+}
+
+int64
+FlakeFloorLeadMs(void)
+{
+	return flake_max_lead_ms;
+}
+
+void
+ConditionVariableBroadcast(ConditionVariable *cv)
+{
+	(void) cv;
+	broadcasts++;
+}
+
+bool
+FlakeCanLogLease(void)
+{
+	return false;
+}
+
+bool
+FlakeStandbyConfirms(void)
+{
+	return false;
+}
+
+XLogRecPtr
+FlakeWalLogLease(const FlakeLease *lease)
+{
+	(void) lease;
+	bail("a lease was logged");
+	return InvalidXLogRecPtr;
+}
+
+void
+FlakeConfirmRecord(FlakeConfirm *c, XLogRecPtr lsn, int64 lease_end)
+{
+	(void) c;
+	(void) lsn;
+	(void) lease_end;
+	bail("a lease record was noted");
+}
+
+bool
+FlakeConfirmCheck(FlakeConfirm *c, int64 now)
+{
+	(void) c;
+	(void) now;
+	bail("the standbys were checked");
+	return false;
+}
+
+const char *
+timestamptz_to_str(TimestampTz t)
+{
+	(void) t;
+	return "";
+}
+
+bool
+LWLockAcquire(LWLock *lock, LWLockMode mode)
+{
+	(void) lock;
+	(void) mode;
+	return true;
+}
+
+/* flakeid_accept_layout() and flakeid_state_file(), which no check calls */
+FlakeShared *
+FlakeAttach(void)
+{
+	bail("the generator was looked for");
+	return NULL;
+}
+
+void
+FlakeCheckMonitor(const char *function)
+{
+	(void) function;
+	bail("a monitoring function was called");
+}
+
+int
+FlakeStateFileCopies(FlakeFileCopy *copies)
+{
+	(void) copies;
+	bail("the state file was read");
+	return -1;
+}
+
+void
+FlakeReportInvalidLayout(const char *bad_setting)
+{
+	(void) bad_setting;
+	bail("an invalid layout was reported");
+}
+
+bool
+superuser(void)
+{
+	return true;
+}
+
+char *
+pstrdup(const char *in)
+{
+	(void) in;
+	bail("memory was allocated");
+	return NULL;
+}
+
+void
+InitMaterializedSRF(FunctionCallInfo fcinfo, uint32 flags)
+{
+	(void) fcinfo;
+	(void) flags;
+	bail("a set was returned");
+}
+
+#if PG_VERSION_NUM >= 160000
+void
+tuplestore_putvalues(Tuplestorestate *state, TupleDesc tdesc,
+					 const Datum *values, const bool *isnull)
+#else
+void
+tuplestore_putvalues(Tuplestorestate *state, TupleDesc tdesc,
+					 Datum *values, bool *isnull)
+#endif
+{
+	(void) state;
+	(void) tdesc;
+	(void) values;
+	(void) isnull;
+	bail("a row was returned");
+}
+
+void
+pg_re_throw(void)
+{
+	bail("an error was thrown again");
+	exit(2);
+}
+
+/* LOG lines are dropped before they are made; nothing else may be reported */
+bool
+errstart(int elevel, const char *domain)
+{
+	(void) domain;
+	if (elevel >= ERROR)
+		bail("an error was reported");
+	return false;
+}
+
+bool
+errstart_cold(int elevel, const char *domain)
+{
+	return errstart(elevel, domain);
+}
+
+void
+errfinish(const char *filename, int lineno, const char *funcname)
+{
+	printf("Bail out! a message was written at %s:%d (%s)\n", filename, lineno, funcname);
+	exit(2);
+}
+
+int
+errcode(int sqlerrcode)
+{
+	(void) sqlerrcode;
+	return 0;
+}
+
+int
+errcode_for_file_access(void)
+{
+	return 0;
+}
+
+int
+errmsg(const char *fmt,...)
+{
+	(void) fmt;
+	return 0;
+}
+
+int
+errdetail(const char *fmt,...)
+{
+	(void) fmt;
+	return 0;
+}
+
+int
+errhint(const char *fmt,...)
+{
+	(void) fmt;
+	return 0;
+}
+
+/*
+ * A server on timeline 1 that generates, its lease ending at end: the
+ * newest lease on disk (made on timeline 1), the last ID reserved in
+ * next_ms (none when negative), the clock at 100 s.
+ */
+static void
+set_up(int64 end, int64 next_ms)
+{
+	if (shared == NULL)
+		shared = calloc(1, sizeof(FlakeShared));
+	memset(shared, 0, sizeof(FlakeShared));
+	pg_atomic_init_u64(&shared->next_tick,
+					   next_ms < 0 ? 0 : FlakeTickOfMs(&layout, next_ms) + 1);
+	pg_atomic_init_u64(&shared->lease_end, (uint64) end);
+	pg_atomic_init_u64(&shared->lease_wanted, 0);
+	pg_atomic_init_u32(&shared->renew_asked, 0);
+	pg_atomic_init_u64(&shared->promotion_floor, 0);
+	clock_ms = 100000;
+	status = FLAKE_GEN_READY;
+	in_recovery = false;
+	timeline = 1;
+	have_recorded = true;
+	FlakeLeaseFill(&recorded, &layout, 3, end, 1);
+	store_fails = false;
+	nstored = 0;
+	broadcasts = 0;
+	memset(&stored, 0, sizeof(stored));
+}
+
+/* The lease end a renewal stores now, or -1 for none. */
+static int64
+renew(uint64 *renewed_tick)
+{
+	uint64		local = UINT64_MAX;
+
+	FlakeLeaseRenew(shared, renewed_tick ? renewed_tick : &local);
+	return nstored ? stored.lease_end : -1;
+}
+
+static void
+check_end(const char *what, int64 got, int64 want)
+{
+	tap_check(got == want, what, "stored %lld, want %lld", (long long) got, (long long) want);
+}
+
+int
+main(void)
+{
+	uint64		renewed;
+
+	/* the clock alone: half a lease (500 ms) is the bound */
+	set_up(100499, -1);
+	check_end("the clock within half a lease of the end: a lease past the clock", renew(NULL), 101000);
+	tap_check(nstored == 1 && !stored_floor && stored.timeline == 1 && stored.node_id == 3 &&
+			  broadcasts == 1,
+			  "a renewal is a lease, on this timeline, with the node id, and wakes the waiting calls",
+			  "%d stored, floor %d, timeline %u, node %d, %d broadcasts", nstored, stored_floor,
+			  stored.timeline, stored.node_id, broadcasts);
+	set_up(100500, -1);
+	check_end("exactly half a lease left: no renewal yet", renew(NULL), -1);
+
+	/* the IDs reserved ahead, up to flakeid.max_lead */
+	set_up(102400, 102000);
+	check_end("the last ID within half a lease of the end: a lease past it", renew(NULL), 103001);
+	set_up(102501, 102000);
+	check_end("the millisecond after the last ID exactly half a lease from the end: no renewal yet",
+			  renew(NULL), -1);
+	set_up(103200, 110000);
+	check_end("IDs past flakeid.max_lead: a lease no further than max_lead past the clock",
+			  renew(NULL), 104001);
+	set_up(100200, 100000 + 2999);
+	check_end("the last ID just within flakeid.max_lead: a lease past it", renew(NULL), 104000);
+
+	/* a call waiting for a lease further on */
+	set_up(101000, -1);
+	pg_atomic_write_u64(&shared->lease_wanted, 105000);
+	pg_atomic_write_u32(&shared->renew_asked, 1);
+	check_end("a call waiting for a lease to 105 s: a lease past that", renew(NULL), 106000);
+	tap_check(pg_atomic_read_u32(&shared->renew_asked) == 0, "the call's request is taken",
+			  "renew_asked %u", pg_atomic_read_u32(&shared->renew_asked));
+
+	/* idle: nothing reserved since the last renewal, and nobody asks */
+	set_up(100400, 99000);
+	renewed = pg_atomic_read_u64(&shared->next_tick);
+	check_end("idle since the last renewal: the lease lapses", renew(&renewed), -1);
+	pg_atomic_write_u32(&shared->renew_asked, 1);
+	check_end("idle, but a call asks: a renewal", renew(&renewed), 101000);
+	tap_check(renewed == pg_atomic_read_u64(&shared->next_tick),
+			  "the renewal remembers the next tick it was made at", "%llu",
+			  (unsigned long long) renewed);
+	set_up(100400, 99000);
+	renewed = pg_atomic_read_u64(&shared->next_tick) - 1;
+	check_end("an ID reserved since the last renewal: a renewal", renew(&renewed), 101000);
+	set_up(100400, 99000);
+	renewed = pg_atomic_read_u64(&shared->next_tick);
+	pg_atomic_write_u64(&shared->lease_wanted, 100401);
+	check_end("a call waiting past the lease, without asking: a lease past what it waits for",
+			  renew(&renewed), 101401);
+
+	/* when it renews nothing */
+	set_up(100400, -1);
+	status = FLAKE_GEN_NODE_UNSET;
+	check_end("a generator that does not generate: no renewal", renew(NULL), -1);
+	set_up(100400, -1);
+	in_recovery = true;
+	check_end("in recovery: no renewal", renew(NULL), -1);
+	set_up(100400, -1);
+	store_fails = true;
+	renewed = 7;
+	check_end("a renewal whose write fails", renew(&renewed), -1);
+	tap_check(renewed == 7 && broadcasts == 0,
+			  "... is not remembered as made, and wakes nobody", "renewed %llu, %d broadcasts",
+			  (unsigned long long) renewed, broadcasts);
+	set_up(FLAKE_MAX_MS - 100, -1);
+	clock_ms = FLAKE_MAX_MS - 500;
+	check_end("near the last millisecond: a lease no further than past it", renew(NULL),
+			  FLAKE_MAX_MS + 1);
+
+	/* floors */
+	set_up(100200, -1);
+	timeline = 2;
+	check_end("on a new timeline: a floor the clock, flakeid.max_lead, a lease and flakeid.max_clock_skew ahead",
+			  renew(NULL), 100000 + 3000 + 1000 + 1000);
+	tap_check(stored_floor && stored.timeline == 2 &&
+			  pg_atomic_read_u64(&shared->promotion_floor) == 105000 && broadcasts == 1,
+			  "the floor is one, on the new timeline, and is the promotion floor",
+			  "floor %d, timeline %u, promotion floor %llu, %d broadcasts", stored_floor,
+			  stored.timeline, (unsigned long long) pg_atomic_read_u64(&shared->promotion_floor),
+			  broadcasts);
+	set_up(100200, -1);
+	timeline = 2;
+	flake_max_clock_skew_ms = 2500;
+	check_end("flakeid.max_clock_skew at 2.5 s: the floor 1.5 s further", renew(NULL), 106500);
+	flake_max_clock_skew_ms = 1000;
+	set_up(108000, -1);
+	timeline = 2;
+	check_end("on a new timeline, the newest lease further still: the floor at its end",
+			  renew(NULL), 108000);
+	tap_check(pg_atomic_read_u64(&shared->promotion_floor) == 108000,
+			  "... which is the promotion floor", "%llu",
+			  (unsigned long long) pg_atomic_read_u64(&shared->promotion_floor));
+	set_up(100200, -1);
+	timeline = 2;
+	have_recorded = false;
+	check_end("on timeline 2 with no lease recorded: a floor all the same", renew(NULL), 105000);
+	set_up(100200, -1);
+	have_recorded = false;
+	check_end("on timeline 1 with no lease recorded: a renewal, no floor", renew(NULL), 101000);
+	tap_check(!stored_floor, "... not stored as a floor", "floor %d", stored_floor);
+	set_up(100900, -1);
+	status = FLAKE_GEN_FILE_BEHIND;
+	check_end("a replayed lease the file lacks: a floor at its end first", renew(NULL), 100900);
+	tap_check(stored_floor && pg_atomic_read_u64(&shared->promotion_floor) == 0,
+			  "... which is no promotion floor", "floor %d, promotion floor %llu", stored_floor,
+			  (unsigned long long) pg_atomic_read_u64(&shared->promotion_floor));
+	set_up(100200, -1);
+	timeline = 2;
+	store_fails = true;
+	check_end("a floor whose write fails", renew(NULL), -1);
+	tap_check(pg_atomic_read_u64(&shared->promotion_floor) == 0 && broadcasts == 0,
+			  "... sets no promotion floor and wakes nobody", "promotion floor %llu, %d broadcasts",
+			  (unsigned long long) pg_atomic_read_u64(&shared->promotion_floor), broadcasts);
+
+	return tap_done();
+}

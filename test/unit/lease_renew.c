@@ -466,6 +466,17 @@ main(void)
 			  (unsigned long long) pg_atomic_read_u64(&shared->promotion_floor));
 	set_up(100200, -1);
 	timeline = 2;
+	tap_check(FlakeFloorPending(shared), "on a new timeline the floor is pending", "it is not");
+	(void) renew(NULL);
+	recorded = stored;
+	tap_check(!FlakeFloorPending(shared), "... and once written, no longer", "it still is");
+	set_up(FLAKE_MAX_MS + 1, -1);
+	clock_ms = FLAKE_MAX_MS - 500;
+	timeline = 2;
+	check_end("a floor past the last millisecond: at the end of the time range", renew(NULL),
+			  FLAKE_MAX_MS + 1);
+	set_up(100200, -1);
+	timeline = 2;
 	store_fails = true;
 	check_end("a floor whose write fails", renew(NULL), -1);
 	tap_check(pg_atomic_read_u64(&shared->promotion_floor) == 0 && broadcasts == 0,

@@ -129,10 +129,13 @@ FlakeCanLogLease(void)
 	return false;
 }
 
+static bool standbys_confirm;
+static int	confirm_checks;
+
 bool
 FlakeStandbyConfirms(void)
 {
-	return false;
+	return standbys_confirm;
 }
 
 XLogRecPtr
@@ -156,9 +159,10 @@ bool
 FlakeConfirmCheck(FlakeConfirm *c, int64 now)
 {
 	(void) c;
-	(void) now;
-	bail("the standbys were checked");
-	return false;
+	if (now != clock_ms)
+		bail("the standbys were checked at another time than the clock's");
+	confirm_checks++;
+	return true;
 }
 
 const char *
@@ -333,6 +337,8 @@ set_up(int64 end, int64 next_ms)
 	have_recorded = true;
 	FlakeLeaseFill(&recorded, &layout, 3, end, 1);
 	store_fails = false;
+	standbys_confirm = false;
+	confirm_checks = 0;
 	nstored = 0;
 	broadcasts = 0;
 	memset(&stored, 0, sizeof(stored));
@@ -376,6 +382,10 @@ main(void)
 	set_up(102501, 102000);
 	check_end("the millisecond after the last ID exactly half a lease from the end: no renewal yet",
 			  renew(NULL), -1);
+	set_up(102501, 102000);
+	pg_atomic_write_u64(&shared->next_tick, FlakeTickOfMs(&layout, 102001));
+	check_end("the last ID the last of its millisecond, half a lease from the end: no renewal yet",
+			  renew(NULL), -1);
 	set_up(103200, 110000);
 	check_end("IDs past flakeid.max_lead: a lease no further than max_lead past the clock",
 			  renew(NULL), 104001);
@@ -408,6 +418,19 @@ main(void)
 	check_end("a call waiting past the lease, without asking: a lease past what it waits for",
 			  renew(&renewed), 101401);
 
+	set_up(100400, 99000);
+	renewed = pg_atomic_read_u64(&shared->next_tick);
+	pg_atomic_write_u64(&shared->lease_wanted, 100400);
+	check_end("idle, a call having waited for the lease end there is: the lease lapses",
+			  renew(&renewed), -1);
+
+	/* with synchronous standbys, a renewal is followed by a check of them */
+	set_up(100400, -1);
+	standbys_confirm = true;
+	(void) renew(NULL);
+	tap_check(confirm_checks == 1, "with synchronous standbys, a renewal checks them at once",
+			  "%d checks", confirm_checks);
+
 	/* when it renews nothing */
 	set_up(100400, -1);
 	status = FLAKE_GEN_NODE_UNSET;
@@ -426,6 +449,9 @@ main(void)
 	clock_ms = FLAKE_MAX_MS - 500;
 	check_end("near the last millisecond: a lease no further than past it", renew(NULL),
 			  FLAKE_MAX_MS + 1);
+	set_up(FLAKE_MAX_MS + 1, -1);
+	clock_ms = FLAKE_MAX_MS - 100;
+	check_end("the lease past the last millisecond already: none again", renew(NULL), -1);
 
 	/* floors */
 	set_up(100200, -1);

@@ -165,13 +165,6 @@ FlakeConfirmCheck(FlakeConfirm *c, int64 now)
 	return true;
 }
 
-const char *
-timestamptz_to_str(TimestampTz t)
-{
-	(void) t;
-	return "";
-}
-
 bool
 LWLockAcquire(LWLock *lock, LWLockMode mode)
 {
@@ -256,62 +249,6 @@ pg_re_throw(void)
 	exit(2);
 }
 
-/* LOG lines are dropped before they are made; nothing else may be reported */
-bool
-errstart(int elevel, const char *domain)
-{
-	(void) domain;
-	if (elevel >= ERROR)
-		bail("an error was reported");
-	return false;
-}
-
-bool
-errstart_cold(int elevel, const char *domain)
-{
-	return errstart(elevel, domain);
-}
-
-void
-errfinish(const char *filename, int lineno, const char *funcname)
-{
-	printf("Bail out! a message was written at %s:%d (%s)\n", filename, lineno, funcname);
-	exit(2);
-}
-
-int
-errcode(int sqlerrcode)
-{
-	(void) sqlerrcode;
-	return 0;
-}
-
-int
-errcode_for_file_access(void)
-{
-	return 0;
-}
-
-int
-errmsg(const char *fmt,...)
-{
-	(void) fmt;
-	return 0;
-}
-
-int
-errdetail(const char *fmt,...)
-{
-	(void) fmt;
-	return 0;
-}
-
-int
-errhint(const char *fmt,...)
-{
-	(void) fmt;
-	return 0;
-}
 
 /*
  * A server on timeline 1 that generates, its lease ending at end: the

@@ -255,13 +255,6 @@ GetCurrentTimestamp(void)
 	return 0;
 }
 
-const char *
-timestamptz_to_str(TimestampTz t)
-{
-	(void) t;
-	return "";
-}
-
 Oid
 GetUserId(void)
 {
@@ -303,65 +296,6 @@ mul_size(Size s1, Size s2)
 	return s1 * s2;
 }
 
-/* LOG lines are dropped before they are made; nothing else may be reported */
-bool
-errstart(int elevel, const char *domain)
-{
-	(void) domain;
-	if (elevel >= ERROR)
-	{
-		printf("Bail out! an error was reported\n");
-		exit(2);
-	}
-	return false;
-}
-
-bool
-errstart_cold(int elevel, const char *domain)
-{
-	return errstart(elevel, domain);
-}
-
-void
-errfinish(const char *filename, int lineno, const char *funcname)
-{
-	printf("Bail out! a message was written at %s:%d (%s)\n", filename, lineno, funcname);
-	exit(2);
-}
-
-int
-errcode(int sqlerrcode)
-{
-	(void) sqlerrcode;
-	return 0;
-}
-
-int
-errcode_for_file_access(void)
-{
-	return 0;
-}
-
-int
-errmsg(const char *fmt,...)
-{
-	(void) fmt;
-	return 0;
-}
-
-int
-errdetail(const char *fmt,...)
-{
-	(void) fmt;
-	return 0;
-}
-
-int
-errhint(const char *fmt,...)
-{
-	(void) fmt;
-	return 0;
-}
 
 static const FlakeLayout layout_a = {INT64CONST(1735689600000), 10};
 static const FlakeLayout layout_b = {INT64CONST(1704067200000), 12};

@@ -2,9 +2,10 @@
  * The server's functions as every unit test that builds a file of src/
  * against stubs has them: one process, so releasing a lock and setting
  * one up do nothing (each test has its own LWLockAcquire(), which is
- * where it runs another process's step); a LOG line is dropped before it
- * is made, and any other message ends the test.  A test includes this
- * once, after the file of src/ it builds and tap.h.
+ * where it runs another process's step); a message below ERROR is
+ * dropped before it is made (a WARNING counted in stub_warnings), and an
+ * ERROR ends the test.  A test includes this once, after the file of src/
+ * it builds and tap.h.
  */
 #ifndef FLAKE_UNIT_STUBS_H
 #define FLAKE_UNIT_STUBS_H
@@ -22,10 +23,15 @@ LWLockInitialize(LWLock *lock, int tranche_id)
 	(void) tranche_id;
 }
 
+/* the WARNINGs reported, which a test may reset and count */
+static int	stub_warnings = 0;
+
 bool
 errstart(int elevel, const char *domain)
 {
 	(void) domain;
+	if (elevel == WARNING)
+		stub_warnings++;
 	if (elevel >= ERROR)
 	{
 		printf("Bail out! an error was reported\n");

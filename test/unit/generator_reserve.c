@@ -1,0 +1,1087 @@
+/*
+ * What a call of nextflake() takes from the shared counter, and when it
+ * waits or fails (FlakeReserve() and the waits of src/generator.c), at a
+ * clock set here:
+ * - IDs rise, carry the node id, and lie at or past the precise clock's
+ *   millisecond at the call's start (ticks behind it are skipped, also
+ *   when the coarse clock lags by as much as its allowance), within
+ *   flakeid.max_lead of the clock and below the lease when returned;
+ * - after an idle spell a call starts the clock's millisecond;
+ * - ticks past flakeid.max_lead wait for the clock, at most
+ *   flakeid.max_clock_wait in all (at the bound, not yet an error), and a
+ *   call too far is refused before it reserves, as waiting for the
+ *   clock, for the promotion floor, or as a clock that went back;
+ * - IDs past the lease wait for the lease worker, which is asked for the
+ *   end the call needs and woken once the IDs come within half a lease;
+ *   a failing lease, a missing worker and a lease that does not come
+ *   fail with their errors; with synchronous standbys, IDs wait for the
+ *   standbys' confirmation too, which a call checks again once 2 ms old;
+ * - ticks reserved under a word that changed meanwhile (another node id)
+ *   are dropped; a status that is not ready fails as it should;
+ * - with flakeid.cache, a block serves only its word and its millisecond.
+ * The shared generator is set up here; the lease worker, the standbys'
+ * check and the server's functions are stubs, and an ERROR returns to
+ * the check that expected it.
+ */
+#include "postgres.h"
+
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "port/atomics.h"
+
+static uint64 fetch_add_then(volatile pg_atomic_uint64 *ptr, int64 add);
+
+#define pg_atomic_fetch_add_u64(ptr, add) fetch_add_then(ptr, add)
+
+#include "../../src/generator.c"
+#include "tap.h"
+
+/* never called: nextflakes() and flakeid_status() build tuples */
+#pragma weak HeapTupleHeaderGetDatum
+#pragma weak MemoryContextAllocZero
+#pragma weak cstring_to_text
+#pragma weak end_MultiFuncCall
+#pragma weak get_call_result_type
+#pragma weak heap_form_tuple
+#pragma weak init_MultiFuncCall
+#pragma weak per_MultiFuncCall
+#pragma weak superuser
+
+/* the settings that src/generator.c reads */
+int			flake_cache = 1;
+uint64		flake_layout_settings_gen = 0;
+int			flake_max_batch = 1000000;
+int			flake_max_clock_wait_ms = 10000;
+int			flake_max_lead_ms = 5000;
+int			flake_max_lease_wait_ms = 10000;
+
+struct Latch *MyLatch = NULL;
+volatile sig_atomic_t InterruptPending = false;
+
+static const FlakeLayout layout = {INT64CONST(1735689600000), 10};
+
+static void
+bail(const char *what)
+{
+	printf("Bail out! %s\n", what);
+	exit(2);
+}
+
+/*
+ * The clocks, in ns: the wall clock (each precise read moves both clocks
+ * on by step_ns, sleeps by what they sleep), the coarse clock at the
+ * wall clock's millisecond less coarse_lag_ns, the monotonic clock.
+ */
+static int64 wall_ns;
+static int64 mono_ns;
+static int64 step_ns;
+static int64 coarse_lag_ns;
+static int	precise_reads;
+
+static void
+advance(int64 ns)
+{
+	wall_ns += ns;
+	mono_ns += ns;
+}
+
+/* the wall clock's millisecond of the layout, as a call would read it */
+static int64
+clock_ms(void)
+{
+	return wall_ns / 1000000 - layout.epoch_ms;
+}
+
+static void
+set_clock_ms(int64 ms)
+{
+	wall_ns = (layout.epoch_ms + ms) * 1000000;
+}
+
+int
+clock_gettime(clockid_t clock, struct timespec *ts)
+{
+	int64		v;
+
+	if (clock == CLOCK_REALTIME)
+	{
+		precise_reads++;
+		advance(step_ns);
+		v = wall_ns;
+	}
+	else if (clock == CLOCK_REALTIME_COARSE)
+		v = wall_ns - wall_ns % 1000000 - coarse_lag_ns;
+	else
+		v = mono_ns;
+	ts->tv_sec = v / 1000000000;
+	ts->tv_nsec = v % 1000000000;
+	return 0;
+}
+
+/* a coarse clock of 1 ms: allowed to lag by 8 ms */
+int
+clock_getres(clockid_t clock, struct timespec *res)
+{
+	(void) clock;
+	res->tv_sec = 0;
+	res->tv_nsec = 1000000;
+	return 0;
+}
+
+/* the shared generator, and what the lease worker and the standbys do */
+static FlakeShared *shared;
+static FlakeSlot slot;
+static bool in_recovery;
+static bool standbys;
+static bool worker_follows;		/* a wait for the lease: the worker renews */
+static bool standby_follows;	/* and the standbys confirm it */
+static int64 standby_end;		/* what the standbys have */
+static int	wakes;
+static int	lease_sleeps;
+static int	latch_sleeps;
+static int	rechecks;
+static int64 recheck_now;
+static bool renew_on_wake;
+
+/* another process's step, before the next fetch-and-add on next_tick */
+static void (*other_step) (void);
+
+static uint64
+fetch_add_then(volatile pg_atomic_uint64 *ptr, int64 add)
+{
+	if (shared != NULL && ptr == &shared->next_tick && other_step != NULL)
+	{
+		void		(*step) (void) = other_step;
+
+		other_step = NULL;
+		step();
+	}
+	return (pg_atomic_fetch_add_u64) (ptr, add);
+}
+
+/* an ERROR: its SQLSTATE and message, and where it returns */
+static sigjmp_buf *on_error;
+static int	error_code;
+static const char *error_fmt;
+
+bool
+errstart(int elevel, const char *domain)
+{
+	(void) domain;
+	if (elevel < ERROR)
+		return false;
+	if (on_error == NULL)
+		bail("an unexpected error was reported");
+	error_code = 0;
+	error_fmt = NULL;
+	return true;
+}
+
+bool
+errstart_cold(int elevel, const char *domain)
+{
+	return errstart(elevel, domain);
+}
+
+void
+errfinish(const char *filename, int lineno, const char *funcname)
+{
+	(void) filename;
+	(void) lineno;
+	(void) funcname;
+	siglongjmp(*on_error, 1);
+}
+
+int
+errcode(int sqlerrcode)
+{
+	error_code = sqlerrcode;
+	return 0;
+}
+
+int
+errcode_for_file_access(void)
+{
+	error_code = ERRCODE_IO_ERROR;
+	return 0;
+}
+
+int
+errmsg(const char *fmt,...)
+{
+	error_fmt = fmt;
+	return 0;
+}
+
+int
+errmsg_internal(const char *fmt,...)
+{
+	error_fmt = fmt;
+	return 0;
+}
+
+int
+errdetail(const char *fmt,...)
+{
+	(void) fmt;
+	return 0;
+}
+
+int
+errdetail_internal(const char *fmt,...)
+{
+	(void) fmt;
+	return 0;
+}
+
+int
+errhint(const char *fmt,...)
+{
+	(void) fmt;
+	return 0;
+}
+
+const char *
+timestamptz_to_str(TimestampTz t)
+{
+	(void) t;
+	return "";
+}
+
+void *
+palloc(Size size)
+{
+	return malloc(size);
+}
+
+void *
+palloc0(Size size)
+{
+	return calloc(1, size);
+}
+
+char *
+pstrdup(const char *in)
+{
+	return strdup(in);
+}
+
+char *
+psprintf(const char *fmt,...)
+{
+	char	   *out = malloc(256);
+	va_list		args;
+
+	va_start(args, fmt);
+	vsnprintf(out, 256, fmt, args);
+	va_end(args);
+	return out;
+}
+
+void
+ProcessInterrupts(void)
+{
+}
+
+int
+WaitLatch(Latch *latch, int wakeEvents, long timeout, uint32 wait_event_info)
+{
+	(void) latch;
+	(void) wakeEvents;
+	(void) wait_event_info;
+	latch_sleeps++;
+	advance((int64) timeout * 1000000);
+	return WL_TIMEOUT;
+}
+
+void
+ResetLatch(Latch *latch)
+{
+	(void) latch;
+}
+
+void
+ConditionVariablePrepareToSleep(ConditionVariable *cv)
+{
+	(void) cv;
+}
+
+#if PG_VERSION_NUM >= 160000
+bool
+ConditionVariableCancelSleep(void)
+{
+	return false;
+}
+#else
+void
+ConditionVariableCancelSleep(void)
+{
+}
+#endif
+
+/* a wait for the lease worker: it renews to what is asked, if it follows */
+bool
+ConditionVariableTimedSleep(ConditionVariable *cv, long timeout, uint32 wait_event_info)
+{
+	uint64		wanted = pg_atomic_read_u64(&shared->lease_wanted);
+
+	(void) cv;
+	(void) wait_event_info;
+	lease_sleeps++;
+	if (worker_follows && wanted > pg_atomic_read_u64(&shared->lease_end))
+		pg_atomic_write_u64(&shared->lease_end, wanted);
+	if (standby_follows && (int64) wanted > standby_end)
+		standby_end = (int64) wanted;
+	advance((int64) timeout * 1000000);
+	return true;
+}
+
+/* woken: the worker renews at once to a lease past the clock, if asked */
+void
+FlakeWakeWorker(FlakeShared *s)
+{
+	wakes++;
+	if (renew_on_wake)
+	{
+		uint64		end = (uint64) (clock_ms() + FLAKE_LEASE_MS);
+
+		if (end > pg_atomic_read_u64(&s->lease_end))
+			pg_atomic_write_u64(&s->lease_end, end);
+	}
+}
+
+bool
+FlakeStandbyConfirms(void)
+{
+	return standbys;
+}
+
+/* a check of the standbys: what they have, now */
+bool
+FlakeConfirmRecheckCovers(FlakeConfirm *c, int64 end_ms, int64 now)
+{
+	rechecks++;
+	recheck_now = now;
+	pg_atomic_write_u64(&c->sync_end, (uint64) standby_end);
+	pg_atomic_write_u64(&c->checked, (uint64) now);
+	return end_ms < standby_end;
+}
+
+uint32
+FlakeSnapshot(FlakeShared *s, FlakeLayout *out)
+{
+	*out = s->layout;
+	return pg_atomic_read_u32(&s->word);
+}
+
+FlakeShared *
+FlakeAttach(void)
+{
+	return shared;
+}
+
+FlakeSlot *
+FlakeMySlot(void)
+{
+	return &slot;
+}
+
+bool
+RecoveryInProgress(void)
+{
+	return in_recovery;
+}
+
+bool
+FlakeFloorPending(FlakeShared *s)
+{
+	(void) s;
+	return false;
+}
+
+bool
+FlakeLayoutFixed(void)
+{
+	return true;
+}
+
+bool
+FlakeSettingsFromConfig(void)
+{
+	return true;
+}
+
+bool
+FlakeConfiguredLayout(FlakeLayout *out, const char **bad)
+{
+	*out = layout;
+	*bad = NULL;
+	return true;
+}
+
+void
+FlakeEnsureSetUp(FlakeShared *s)
+{
+	(void) s;
+	bail("the generator was set up again");
+}
+
+void
+FlakeReportInvalidLayout(const char *bad_setting)
+{
+	(void) bad_setting;
+	bail("an invalid layout was reported");
+}
+
+void
+FlakeReportForeignSetting(void)
+{
+	bail("a foreign setting was reported");
+}
+
+void
+FlakeCheckMonitor(const char *function)
+{
+	(void) function;
+	bail("a monitoring function was called");
+}
+
+static const int64 start_ms = INT64CONST(100000000);
+static uint32 gen = 1;
+
+/* the generator ready with node 5, the lease a second ahead, no call yet */
+static void
+set_up(void)
+{
+	if (shared == NULL)
+		shared = aligned_alloc(PG_CACHE_LINE_SIZE,
+							   TYPEALIGN(PG_CACHE_LINE_SIZE, sizeof(FlakeShared)));
+	memset(shared, 0, sizeof(FlakeShared));
+	set_clock_ms(start_ms);
+	mono_ns = INT64CONST(1000000000000);
+	step_ns = 0;
+	coarse_lag_ns = 0;
+	shared->layout = layout;
+	shared->configured = layout;
+	gen = gen % 255 + 1;
+	pg_atomic_init_u32(&shared->word, FlakeWord(gen, FLAKE_GEN_READY, 5));
+	pg_atomic_init_u64(&shared->next_tick, 0);
+	pg_atomic_init_u64(&shared->lease_end, (uint64) (start_ms + FLAKE_LEASE_MS));
+	pg_atomic_init_u64(&shared->lease_wanted, 0);
+	pg_atomic_init_u64(&shared->waits, 0);
+	pg_atomic_init_u64(&shared->promotion_floor, 0);
+	pg_atomic_init_u64(&shared->file_writes, 0);
+	pg_atomic_init_u64(&shared->confirm.sync_end, 0);
+	pg_atomic_init_u64(&shared->confirm.checked, 0);
+	shared->worker_latch = (Latch *) &slot;
+	pg_atomic_init_u64(&slot.issued, 0);
+
+	my_word = 0;
+	ids_ahead = false;
+	memset(&my_block, 0, sizeof(my_block));
+	my_block.size = 1;
+	flake_cache = 1;
+	flake_max_lead_ms = 5000;
+	flake_max_clock_wait_ms = 10000;
+	flake_max_lease_wait_ms = 10000;
+
+	in_recovery = false;
+	standbys = false;
+	worker_follows = true;
+	standby_follows = false;
+	standby_end = 0;
+	renew_on_wake = false;
+	other_step = NULL;
+	wakes = 0;
+	lease_sleeps = 0;
+	latch_sleeps = 0;
+	rechecks = 0;
+	precise_reads = 0;
+}
+
+/* what the last call returned, taken before the check reads the rest */
+static bool done;
+
+/* one nextflake(): false on an ERROR, which error_fmt names */
+static bool
+take(int64 *id)
+{
+	sigjmp_buf	jump;
+
+	error_fmt = NULL;
+	on_error = &jump;
+	if (sigsetjmp(jump, 0) == 0)
+	{
+		*id = DatumGetInt64(nextflake(NULL));
+		on_error = NULL;
+		return true;
+	}
+	on_error = NULL;
+	return false;
+}
+
+/* n ticks in one reservation, as nextflakes() takes them */
+static bool
+take_batch(int64 n, FlakeIssue *issue)
+{
+	sigjmp_buf	jump;
+
+	error_fmt = NULL;
+	on_error = &jump;
+	if (sigsetjmp(jump, 0) == 0)
+	{
+		if (pg_atomic_read_u32(&shared->word) != my_word)
+			FlakeRefresh(shared);
+		FlakeReserve(shared, n, issue);
+		on_error = NULL;
+		return true;
+	}
+	on_error = NULL;
+	return false;
+}
+
+static bool
+failed_with(const char *fmt_start, int code)
+{
+	return error_fmt != NULL && strncmp(error_fmt, fmt_start, strlen(fmt_start)) == 0 &&
+		error_code == code;
+}
+
+static int64
+batch_end_ms(const FlakeIssue *issue, int64 n)
+{
+	return FlakeTickMs(&layout, issue->first + (uint64) n - 1);
+}
+
+static int64
+per_ms(void)
+{
+	return FlakeSeqPerMs(&layout);
+}
+
+/* single calls at a clock that moves 20 us a precise read */
+static void
+check_singles(void)
+{
+	int64		prev = 0;
+	int64		id;
+	int			bad_order = 0,
+				bad_node = 0,
+				behind = 0,
+				ahead = 0,
+				past_lease = 0,
+				failed = 0;
+	int			calls = 300000;
+
+	set_up();
+	step_ns = 20000;
+	renew_on_wake = true;
+	for (int i = 0; i < calls; i++)
+	{
+		int64		before = clock_ms();
+
+		if (!take(&id))
+		{
+			failed++;
+			continue;
+		}
+		if (id <= prev)
+			bad_order++;
+		if (FlakeNode(&layout, id) != 5)
+			bad_node++;
+		if (FlakeMs(id) < before)
+			behind++;
+		if (FlakeMs(id) > clock_ms() + flake_max_lead_ms)
+			ahead++;
+		if (FlakeMs(id) >= (int64) pg_atomic_read_u64(&shared->lease_end))
+			past_lease++;
+		prev = id;
+		/* now and then an idle spell of up to 3 ms */
+		if (i % 1000 == 999)
+			advance((int64) (i % 3000) * 1000);
+	}
+	tap_check(failed == 0 && bad_order == 0 && bad_node == 0,
+			  "single calls: every ID above the one before, with the node id",
+			  "%d failed, %d out of order, %d with another node", failed, bad_order, bad_node);
+	tap_check(behind == 0, "single calls: no ID behind the clock at the call's start",
+			  "%d behind", behind);
+	tap_check(ahead == 0 && past_lease == 0,
+			  "single calls: every ID within flakeid.max_lead of the clock and below the lease",
+			  "%d ahead, %d past the lease", ahead, past_lease);
+	tap_check(lease_sleeps == 0 && wakes > 0 && wakes < calls / 1000,
+			  "single calls: the worker woken once the IDs come within half a lease, and no call waits for it",
+			  "%d woken, %d waits for the lease", wakes, lease_sleeps);
+	tap_check((int64) pg_atomic_read_u64(&slot.issued) == calls,
+			  "single calls: each counted as issued", "%llu counted",
+			  (unsigned long long) pg_atomic_read_u64(&slot.issued));
+
+	/* an idle spell: the next ID starts the clock's millisecond */
+	step_ns = 0;
+	advance(INT64CONST(5000000000));
+	done = take(&id);
+	tap_check(done && FlakeMs(id) == clock_ms() && FlakeSeq(&layout, id) == 0 && id > prev,
+			  "after an idle spell: the ID is the clock's millisecond's first",
+			  "ms %lld (clock %lld), sequence %lld", (long long) FlakeMs(id),
+			  (long long) clock_ms(), (long long) FlakeSeq(&layout, id));
+	tap_check(pg_atomic_read_u64(&shared->next_tick) == FlakeTickOfMs(&layout, clock_ms()) + 1,
+			  "after an idle spell: the next tick follows it", "next tick %llu",
+			  (unsigned long long) pg_atomic_read_u64(&shared->next_tick));
+}
+
+/* the IDs ahead of the clock: the coarse clock, and its allowance */
+static void
+check_ahead(void)
+{
+	int64		id = 0;
+	int64		prev = 0;
+	int			reads;
+	bool		ok = true;
+
+	set_up();
+	renew_on_wake = true;
+	/* three milliseconds' worth at a clock that stands still */
+	for (int64 i = 0; i < 3 * per_ms() && ok; i++)
+	{
+		ok = take(&id) && id > prev;
+		prev = id;
+	}
+	tap_check(ok && FlakeMs(id) == clock_ms() + 2,
+			  "a clock that stands still: three milliseconds' IDs, in order",
+			  "ok %d, last ms %lld, clock %lld", ok, (long long) FlakeMs(id), (long long) clock_ms());
+	/* 10 ms ahead: beyond the coarse clock's allowance of 8 ms */
+	for (int64 i = 0; i < 8 * per_ms() && ok; i++)
+	{
+		ok = take(&id) && id > prev;
+		prev = id;
+	}
+	reads = precise_reads;
+	for (int i = 0; i < 1000 && ok; i++)
+	{
+		ok = take(&id) && id > prev;
+		prev = id;
+	}
+	tap_check(ok && precise_reads - reads <= 1,
+			  "IDs 10 ms ahead of the clock: the coarse clock, not the precise one",
+			  "ok %d, %d precise reads in 1000 calls", ok, precise_reads - reads);
+
+	/*
+	 * The coarse clock 7 ms behind, the precise one moved past the IDs:
+	 * the next ID is not behind the precise clock.
+	 */
+	advance((FlakeMs(id) - clock_ms() + 3) * 1000000);
+	coarse_lag_ns = 7000000;
+	done = take(&id);
+	tap_check(done && FlakeMs(id) >= clock_ms() && id > prev,
+			  "the coarse clock 7 ms behind, the IDs 2 ms behind the precise clock: the ID at the clock",
+			  "ms %lld, clock %lld", (long long) FlakeMs(id), (long long) clock_ms());
+}
+
+/* ticks further ahead than flakeid.max_lead: waits, bounded */
+static void
+check_clock_waits(void)
+{
+	FlakeIssue	issue;
+	int64		n;
+	int64		before;
+	uint64		next;
+
+	/* 150 ms of ticks, 100 allowed ahead: a wait of 49 ms */
+	set_up();
+	flake_max_lead_ms = 100;
+	worker_follows = true;
+	pg_atomic_write_u64(&shared->lease_end, (uint64) (start_ms + 100000));
+	n = 150 * per_ms();
+	done = take_batch(n, &issue);
+	tap_check(done && batch_end_ms(&issue, n) <= clock_ms() + flake_max_lead_ms &&
+			  clock_ms() == start_ms + 49,
+			  "150 ms of ticks, flakeid.max_lead 100: returned after 49 ms, within the lead",
+			  "error %s; end %lld, clock %lld", error_fmt ? error_fmt : "none",
+			  (long long) batch_end_ms(&issue, n), (long long) clock_ms());
+	tap_check(FlakeTickMs(&layout, issue.first) == start_ms,
+			  "150 ms of ticks: from the clock's millisecond", "first at %lld",
+			  (long long) FlakeTickMs(&layout, issue.first));
+
+	/* a wait of 250 ms: three sleeps, one wait counted */
+	n = 250 * per_ms();
+	before = (int64) pg_atomic_read_u64(&shared->waits);
+	latch_sleeps = 0;
+	done = take_batch(n, &issue);
+	tap_check(done && latch_sleeps >= 3 &&
+			  pg_atomic_read_u64(&shared->waits) == (uint64) before + 1,
+			  "a wait of 250 ms: several sleeps, counted as one wait",
+			  "error %s; %d sleeps, %llu waits", error_fmt ? error_fmt : "none", latch_sleeps,
+			  (unsigned long long) pg_atomic_read_u64(&shared->waits));
+	tap_check(batch_end_ms(&issue, n) <= clock_ms() + flake_max_lead_ms &&
+			  batch_end_ms(&issue, n) > clock_ms() + flake_max_lead_ms - 100,
+			  "a wait of 250 ms: within the lead when returned, not long after",
+			  "end %lld, clock %lld", (long long) batch_end_ms(&issue, n), (long long) clock_ms());
+
+	/* flakeid.max_clock_wait 200: a wait of 200 ms is allowed, 201 not */
+	set_up();
+	flake_max_lead_ms = 100;
+	flake_max_clock_wait_ms = 200;
+	pg_atomic_write_u64(&shared->lease_end, (uint64) (start_ms + 100000));
+	n = (100 + 200 + 1) * per_ms();
+	done = take_batch(n, &issue);
+	tap_check(done && clock_ms() == start_ms + 200,
+			  "a wait of exactly flakeid.max_clock_wait: allowed",
+			  "error %s; clock %lld", error_fmt ? error_fmt : "none", (long long) (clock_ms() - start_ms));
+	next = pg_atomic_read_u64(&shared->next_tick);
+	before = clock_ms();
+	n = (int64) (FlakeTickOfMs(&layout, clock_ms() + 100 + 201) - next) + 1;
+	done = take_batch(n, &issue);
+	tap_check(!done &&
+			  failed_with("waiting %lld ms more for the system clock would exceed flakeid.max_clock_wait",
+						  ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			  "a wait 1 ms longer than flakeid.max_clock_wait: refused",
+			  "error %s", error_fmt ? error_fmt : "none");
+	tap_check(pg_atomic_read_u64(&shared->next_tick) == next && clock_ms() == before,
+			  "refused before it reserved or slept", "next tick moved by %lld, clock by %lld",
+			  (long long) (pg_atomic_read_u64(&shared->next_tick) - next),
+			  (long long) (clock_ms() - before));
+	n = (int64) (FlakeTickOfMs(&layout, clock_ms() + 100 + 200) - next) + 1;
+	done = take_batch(n, &issue);
+	tap_check(done && clock_ms() == before + 200,
+			  "then a wait of exactly flakeid.max_clock_wait: allowed",
+			  "error %s; waited %lld", error_fmt ? error_fmt : "none",
+			  (long long) (clock_ms() - before));
+
+	/* the clock went back: 1300 ms ahead is still a wait, 1301 a clock behind */
+	set_up();
+	flake_max_lead_ms = 100;
+	flake_max_clock_wait_ms = 200;
+	pg_atomic_write_u64(&shared->lease_end, (uint64) (start_ms + 100000));
+	pg_atomic_write_u64(&shared->next_tick, FlakeTickOfMs(&layout, start_ms + 1300) + 1);
+	done = take_batch(1, &issue);
+	tap_check(!done &&
+			  failed_with("waiting %lld ms more for the system clock", ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			  "IDs 1300 ms ahead (flakeid.max_lead 100, max_clock_wait 200): waiting too long",
+			  "error %s", error_fmt ? error_fmt : "none");
+	pg_atomic_write_u64(&shared->next_tick, FlakeTickOfMs(&layout, start_ms + 1301) + 1);
+	done = take_batch(1, &issue);
+	tap_check(!done &&
+			  failed_with("system clock is %lld ms behind the last flakeid issued", ERRCODE_SYSTEM_ERROR),
+			  "IDs 1301 ms ahead: the clock went back",
+			  "error %s", error_fmt ? error_fmt : "none");
+	pg_atomic_write_u64(&shared->next_tick, FlakeTickOfMs(&layout, start_ms + 5000) + 1);
+	pg_atomic_write_u64(&shared->promotion_floor, (uint64) (start_ms + 100));
+	done = take_batch(1, &issue);
+	tap_check(!done &&
+			  failed_with("system clock is %lld ms behind", ERRCODE_SYSTEM_ERROR),
+			  "a floor within flakeid.max_lead: the clock went back",
+			  "error %s", error_fmt ? error_fmt : "none");
+	pg_atomic_write_u64(&shared->promotion_floor, (uint64) (start_ms + 101));
+	done = take_batch(1, &issue);
+	tap_check(!done &&
+			  failed_with("waiting %lld ms more for the promotion floor", ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			  "a floor 1 ms past flakeid.max_lead: waiting for the floor",
+			  "error %s", error_fmt ? error_fmt : "none");
+}
+
+/* IDs past the lease wait for the worker, bounded */
+static void
+check_lease_waits(void)
+{
+	FlakeIssue	issue;
+	int64		n = 5 * per_ms();
+	int64		id;
+	int64		mono_before;
+
+	/* the lease 2 ms ahead, a batch to 4 ms ahead: the worker asked for 5 */
+	set_up();
+	pg_atomic_write_u64(&shared->lease_end, (uint64) (start_ms + 2));
+	done = take_batch(n, &issue);
+	tap_check(done && batch_end_ms(&issue, n) == start_ms + 4 &&
+			  pg_atomic_read_u64(&shared->lease_wanted) == (uint64) start_ms + 5 &&
+			  batch_end_ms(&issue, n) < (int64) pg_atomic_read_u64(&shared->lease_end),
+			  "IDs past the lease: the worker asked for the lease end after the last, and they wait for it",
+			  "error %s; end %lld, wanted %llu, lease %llu", error_fmt ? error_fmt : "none",
+			  (long long) batch_end_ms(&issue, n),
+			  (unsigned long long) pg_atomic_read_u64(&shared->lease_wanted),
+			  (unsigned long long) pg_atomic_read_u64(&shared->lease_end));
+	tap_check(wakes >= 1 && lease_sleeps >= 1, "IDs past the lease: the worker woken, the call waited",
+			  "%d woken, %d waits", wakes, lease_sleeps);
+
+	/* a larger wanted end stays */
+	set_up();
+	pg_atomic_write_u64(&shared->lease_end, (uint64) (start_ms + 2));
+	pg_atomic_write_u64(&shared->lease_wanted, (uint64) (start_ms + 50));
+	done = take_batch(n, &issue);
+	tap_check(done &&
+			  pg_atomic_read_u64(&shared->lease_wanted) == (uint64) start_ms + 50,
+			  "a larger lease end asked for already: kept", "wanted %llu",
+			  (unsigned long long) pg_atomic_read_u64(&shared->lease_wanted));
+
+	/* the IDs within half a lease of its end: the worker woken */
+	set_up();
+	pg_atomic_write_u64(&shared->lease_end, (uint64) (start_ms + FLAKE_LEASE_MS / 2 + 1));
+	done = take(&id);
+	tap_check(done && wakes == 0, "an ID more than half a lease below its end: no wake-up",
+			  "%d woken", wakes);
+	set_up();
+	pg_atomic_write_u64(&shared->lease_end, (uint64) (start_ms + FLAKE_LEASE_MS / 2));
+	done = take(&id);
+	tap_check(done && wakes == 1, "an ID half a lease below its end: the worker woken",
+			  "%d woken", wakes);
+
+	/* the lease's last millisecond: not the lease's */
+	set_up();
+	pg_atomic_write_u64(&shared->lease_end, (uint64) (start_ms + 1));
+	done = take(&id);
+	tap_check(done && lease_sleeps == 0, "an ID in the millisecond before the lease end: no wait",
+			  "%d waits", lease_sleeps);
+	set_up();
+	pg_atomic_write_u64(&shared->lease_end, (uint64) start_ms);
+	done = take(&id);
+	tap_check(done && lease_sleeps >= 1 && FlakeMs(id) < (int64) pg_atomic_read_u64(&shared->lease_end),
+			  "an ID at the lease end's millisecond: waits for the lease",
+			  "%d waits", lease_sleeps);
+
+	/* a lease that cannot be written */
+	set_up();
+	worker_follows = false;
+	shared->lease_failing = true;
+	shared->lease_errno = ENOSPC;
+	pg_atomic_write_u64(&shared->lease_end, (uint64) start_ms);
+	done = take(&id);
+	tap_check(!done && failed_with("could not renew the flakeid time lease", ERRCODE_IO_ERROR),
+			  "the lease failing: the call fails with the file's error",
+			  "error %s", error_fmt ? error_fmt : "none");
+
+	/* no worker: 10 s, then an error */
+	set_up();
+	worker_follows = false;
+	shared->worker_latch = NULL;
+	flake_max_lease_wait_ms = 60000;
+	pg_atomic_write_u64(&shared->lease_end, (uint64) start_ms);
+	mono_before = mono_ns;
+	done = take(&id);
+	tap_check(!done && failed_with("timed out waiting for the flakeid lease worker",
+										ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE) &&
+			  mono_ns - mono_before > (int64) FLAKE_WORKER_WAIT_MS * 1000000 &&
+			  mono_ns - mono_before <= (int64) (FLAKE_WORKER_WAIT_MS + 2 * FLAKE_LEASE_POLL_MS) * 1000000,
+			  "no lease worker: the call fails after 10 s",
+			  "error %s after %lld ms", error_fmt ? error_fmt : "none",
+			  (long long) ((mono_ns - mono_before) / 1000000));
+
+	/* a worker that does not renew: flakeid.max_lease_wait */
+	set_up();
+	worker_follows = false;
+	flake_max_lease_wait_ms = 1000;
+	pg_atomic_write_u64(&shared->lease_end, (uint64) start_ms);
+	mono_before = mono_ns;
+	done = take(&id);
+	tap_check(!done && failed_with("timed out waiting for the flakeid time lease",
+										ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE) &&
+			  mono_ns - mono_before > INT64CONST(1000000000) &&
+			  mono_ns - mono_before <= INT64CONST(1000000000) + 2 * FLAKE_LEASE_POLL_MS * INT64CONST(1000000),
+			  "a lease that does not come: the call fails after flakeid.max_lease_wait",
+			  "error %s after %lld ms", error_fmt ? error_fmt : "none",
+			  (long long) ((mono_ns - mono_before) / 1000000));
+}
+
+/* with synchronous standbys: their confirmation too */
+static void
+check_standbys(void)
+{
+	FlakeIssue	issue;
+	int64		n = 5 * per_ms();
+	int64		id;
+
+	/* a check that covers, 1 ms old: used as it is */
+	set_up();
+	standbys = true;
+	pg_atomic_write_u64(&shared->confirm.sync_end, (uint64) (start_ms + 1000));
+	pg_atomic_write_u64(&shared->confirm.checked, (uint64) (start_ms - 1));
+	done = take(&id);
+	tap_check(done && rechecks == 0, "standbys: a check 1 ms old that covers the ID: no check",
+			  "%d checks", rechecks);
+	/* 2 ms old: checked again, at the precise clock */
+	set_up();
+	standbys = true;
+	standby_end = start_ms + 1000;
+	pg_atomic_write_u64(&shared->confirm.sync_end, (uint64) (start_ms + 1000));
+	pg_atomic_write_u64(&shared->confirm.checked, (uint64) (start_ms - 2));
+	done = take(&id);
+	tap_check(done && rechecks == 1 && recheck_now == start_ms,
+			  "standbys: a check 2 ms old: checked again, at the clock",
+			  "%d checks, at %lld", rechecks, (long long) recheck_now);
+
+	/* the standbys 2 ms ahead, the batch to 4: it waits for them */
+	set_up();
+	standbys = true;
+	standby_follows = true;
+	standby_end = start_ms + 2;
+	pg_atomic_write_u64(&shared->lease_end, (uint64) (start_ms + 1000));
+	done = take_batch(n, &issue);
+	tap_check(done && batch_end_ms(&issue, n) < standby_end && lease_sleeps >= 1,
+			  "standbys behind the IDs: the call waits until they confirm them",
+			  "error %s; end %lld, standbys %lld, %d waits", error_fmt ? error_fmt : "none",
+			  (long long) batch_end_ms(&issue, n), (long long) standby_end, lease_sleeps);
+	/* the ID in the standbys' last millisecond */
+	set_up();
+	standbys = true;
+	standby_end = start_ms;
+	standby_follows = true;
+	pg_atomic_write_u64(&shared->lease_end, (uint64) (start_ms + 1000));
+	done = take(&id);
+	tap_check(done && lease_sleeps >= 1 && FlakeMs(id) < standby_end,
+			  "standbys that confirmed up to the ID's millisecond: the call waits",
+			  "%d waits, standbys %lld", lease_sleeps, (long long) standby_end);
+
+	/* standbys that do not confirm */
+	set_up();
+	standbys = true;
+	standby_end = start_ms;
+	flake_max_lease_wait_ms = 500;
+	pg_atomic_write_u64(&shared->lease_end, (uint64) (start_ms + 1000));
+	done = take(&id);
+	tap_check(!done &&
+			  failed_with("timed out waiting for the synchronous standbys to confirm the flakeid time lease",
+						  ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			  "standbys that do not confirm: the call fails, naming them",
+			  "error %s", error_fmt ? error_fmt : "none");
+}
+
+/* another node id published between the call's read of the word and its reservation */
+static void
+change_node(void)
+{
+	pg_atomic_write_u32(&shared->word, FlakeWord(gen % 255 + 1, FLAKE_GEN_READY, 7));
+	(pg_atomic_fetch_add_u64) (&shared->next_tick, (uint64) per_ms());
+}
+
+static void
+check_changes(void)
+{
+	int64		id;
+	int64		prev;
+	FlakeIssue	issue;
+
+	set_up();
+	done = take(&prev);
+	tap_check(done, "a first ID", "error %s", error_fmt ? error_fmt : "none");
+	other_step = change_node;
+	done = take(&id);
+	tap_check(done && FlakeNode(&layout, id) == 7 && id > prev,
+			  "the node id changed while the call reserved: the ID is the new node id's",
+			  "node %d", FlakeNode(&layout, id));
+	set_up();
+	done = take(&prev);
+	tap_check(done, "a first ID", "error %s", error_fmt ? error_fmt : "none");
+	other_step = change_node;
+	done = take_batch(3, &issue);
+	tap_check(done && issue.node == 7,
+			  "the node id changed while a batch reserved: the new node id's", "node %d", issue.node);
+
+	/* statuses that do not generate */
+	set_up();
+	pg_atomic_write_u32(&shared->word, FlakeWord(gen, FLAKE_GEN_NODE_UNSET, 0));
+	done = take(&id);
+	tap_check(!done && failed_with("flakeid.node_id is not set", ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			  "no node id: the call fails", "error %s", error_fmt ? error_fmt : "none");
+	set_up();
+	pg_atomic_write_u32(&shared->word, FlakeWord(gen, FLAKE_GEN_FILE_DAMAGED, 5));
+	done = take(&id);
+	tap_check(!done && failed_with("flakeid state file \"%s\" is damaged", ERRCODE_DATA_CORRUPTED),
+			  "a damaged state file: the call fails", "error %s", error_fmt ? error_fmt : "none");
+	set_up();
+	in_recovery = true;
+	done = take(&id);
+	tap_check(!done && failed_with("cannot generate flakeid values during recovery",
+										ERRCODE_READ_ONLY_SQL_TRANSACTION),
+			  "in recovery: the call fails", "error %s", error_fmt ? error_fmt : "none");
+	/* ready again: the word read afresh */
+	in_recovery = false;
+	done = take(&id);
+	tap_check(done && FlakeNode(&layout, id) == 5, "out of recovery: IDs again",
+			  "error %s", error_fmt ? error_fmt : "none");
+}
+
+/* the end of the time range, and a clock outside it */
+static void
+check_range(void)
+{
+	FlakeIssue	issue;
+	int64		id;
+
+	set_up();
+	set_clock_ms(FLAKE_MAX_MS);
+	pg_atomic_write_u64(&shared->lease_end, (uint64) FLAKE_MAX_MS + 1);
+	done = take_batch(per_ms(), &issue);
+	tap_check(done && batch_end_ms(&issue, per_ms()) == FLAKE_MAX_MS,
+			  "the last millisecond of the range: its IDs", "error %s", error_fmt ? error_fmt : "none");
+	done = take_batch(1, &issue);
+	tap_check(!done &&
+			  failed_with("flakeid values would pass the end of the layout's time range",
+						  ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			  "past the range: refused", "error %s", error_fmt ? error_fmt : "none");
+	set_up();
+	set_clock_ms(FLAKE_MAX_MS + 1);
+	done = take(&id);
+	tap_check(!done && failed_with("system clock is outside the range of flakeid timestamps",
+										ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			  "a clock past the range: refused", "error %s", error_fmt ? error_fmt : "none");
+	set_up();
+	set_clock_ms(-1);
+	done = take(&id);
+	tap_check(!done && failed_with("system clock is outside the range of flakeid timestamps",
+										ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			  "a clock before the epoch: refused", "error %s", error_fmt ? error_fmt : "none");
+}
+
+/* flakeid.cache: blocks, within their word and millisecond */
+static void
+check_cache(void)
+{
+	int64		id = 0;
+	int64		prev = 0;
+	bool		ok = true;
+	uint64		next;
+
+	set_up();
+	flake_cache = 64;
+	renew_on_wake = true;
+	for (int i = 0; i < 200 && ok; i++)
+	{
+		ok = take(&id) && id > prev && FlakeMs(id) == start_ms;
+		prev = id;
+	}
+	tap_check(ok && my_block.size == 64,
+			  "flakeid.cache 64 in one millisecond: IDs in order, the block grown to 64",
+			  "ok %d, block %lld", ok, (long long) my_block.size);
+	next = pg_atomic_read_u64(&shared->next_tick);
+	done = take(&id);
+	tap_check(done && pg_atomic_read_u64(&shared->next_tick) == next && id > prev,
+			  "flakeid.cache: the next ID from the block", "next tick moved by %lld",
+			  (long long) (pg_atomic_read_u64(&shared->next_tick) - next));
+	prev = id;
+	advance(1000000);
+	done = take(&id);
+	tap_check(done && FlakeMs(id) >= clock_ms() && id > prev,
+			  "flakeid.cache, the millisecond past: the ID from a new reservation, at the clock",
+			  "ms %lld, clock %lld", (long long) FlakeMs(id), (long long) clock_ms());
+	prev = id;
+	pg_atomic_write_u32(&shared->word, FlakeWord(gen % 255 + 1, FLAKE_GEN_READY, 9));
+	done = take(&id);
+	tap_check(done && FlakeNode(&layout, id) == 9 && id > prev,
+			  "flakeid.cache, another node id published: not from the block", "node %d",
+			  FlakeNode(&layout, id));
+}
+
+int
+main(void)
+{
+	check_singles();
+	check_ahead();
+	check_clock_waits();
+	check_lease_waits();
+	check_standbys();
+	check_changes();
+	check_range();
+	check_cache();
+	return tap_done();
+}

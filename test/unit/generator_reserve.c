@@ -145,6 +145,8 @@ static int	latch_sleeps;
 static int	rechecks;
 static int64 recheck_now;
 static bool renew_on_wake;
+static bool floor_pending;		/* the floor after recovery is to be written */
+static int	file_step;			/* a wait for the file: 1 written, 2 failing */
 
 /* another process's step, before the next fetch-and-add on next_tick */
 static void (*other_step) (void);
@@ -335,6 +337,19 @@ ConditionVariableTimedSleep(ConditionVariable *cv, long timeout, uint32 wait_eve
 		pg_atomic_write_u64(&shared->lease_end, wanted);
 	if (standby_follows && (int64) wanted > standby_end)
 		standby_end = (int64) wanted;
+	if (file_step == 1)
+	{
+		pg_atomic_write_u32(&shared->word,
+							FlakeWord(FlakeWordGen(pg_atomic_read_u32(&shared->word)),
+									  FLAKE_GEN_READY, 5));
+		floor_pending = false;
+	}
+	else if (file_step == 2)
+	{
+		shared->lease_failing = true;
+		shared->lease_errno = ENOSPC;
+		pg_atomic_fetch_add_u64(&shared->file_writes, 1);
+	}
 	advance((int64) timeout * 1000000);
 	return true;
 }
@@ -399,7 +414,7 @@ bool
 FlakeFloorPending(FlakeShared *s)
 {
 	(void) s;
-	return false;
+	return floor_pending;
 }
 
 bool
@@ -494,6 +509,8 @@ set_up(void)
 	standby_follows = false;
 	standby_end = 0;
 	renew_on_wake = false;
+	floor_pending = false;
+	file_step = 0;
 	other_step = NULL;
 	wakes = 0;
 	lease_sleeps = 0;
@@ -1001,6 +1018,74 @@ check_changes(void)
 			  "error %s", error_fmt ? error_fmt : "none");
 }
 
+/* the state file behind the WAL, or the floor after recovery unwritten */
+static void
+check_file_waits(void)
+{
+	int64		id;
+	int64		mono_before;
+
+	/* the file behind: the call waits until the worker writes it */
+	set_up();
+	pg_atomic_write_u32(&shared->word, FlakeWord(gen, FLAKE_GEN_FILE_BEHIND, 5));
+	file_step = 1;
+	done = take(&id);
+	tap_check(done && lease_sleeps == 1 && wakes >= 1 && FlakeNode(&layout, id) == 5,
+			  "the state file behind the WAL: the call waits for the worker to write it",
+			  "error %s; %d waits, %d woken", error_fmt ? error_fmt : "none", lease_sleeps, wakes);
+	/* the worker's write fails: at once the file's error */
+	set_up();
+	pg_atomic_write_u32(&shared->word, FlakeWord(gen, FLAKE_GEN_FILE_BEHIND, 5));
+	file_step = 2;
+	done = take(&id);
+	tap_check(!done && failed_with("could not write flakeid state file \"%s\": %m", ERRCODE_IO_ERROR) &&
+			  lease_sleeps == 1,
+			  "the state file behind, the worker's write fails: the file's error after that write",
+			  "error %s; %d waits", error_fmt ? error_fmt : "none", lease_sleeps);
+	/* failing before the call, with no new write: the whole wait, then the error */
+	set_up();
+	pg_atomic_write_u32(&shared->word, FlakeWord(gen, FLAKE_GEN_FILE_BEHIND, 5));
+	shared->lease_failing = true;
+	shared->lease_errno = ENOSPC;
+	flake_max_lease_wait_ms = 1000;
+	mono_before = mono_ns;
+	done = take(&id);
+	tap_check(!done && failed_with("could not write flakeid state file", ERRCODE_IO_ERROR) &&
+			  mono_ns - mono_before > INT64CONST(1000000000),
+			  "the state file behind, a write failed before the call: it waits flakeid.max_lease_wait for another",
+			  "error %s after %lld ms", error_fmt ? error_fmt : "none",
+			  (long long) ((mono_ns - mono_before) / 1000000));
+	/* no write at all */
+	set_up();
+	pg_atomic_write_u32(&shared->word, FlakeWord(gen, FLAKE_GEN_FILE_BEHIND, 5));
+	flake_max_lease_wait_ms = 1000;
+	mono_before = mono_ns;
+	done = take(&id);
+	tap_check(!done && failed_with("timed out waiting for the flakeid time lease",
+								   ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE) &&
+			  mono_ns - mono_before > INT64CONST(1000000000) &&
+			  mono_ns - mono_before <= INT64CONST(1000000000) + 2 * FLAKE_LEASE_POLL_MS * INT64CONST(1000000),
+			  "the state file behind, never written: the call fails after flakeid.max_lease_wait",
+			  "error %s after %lld ms", error_fmt ? error_fmt : "none",
+			  (long long) ((mono_ns - mono_before) / 1000000));
+
+	/* the floor after recovery */
+	set_up();
+	floor_pending = true;
+	file_step = 1;
+	done = take(&id);
+	tap_check(done && lease_sleeps == 1 && !floor_pending,
+			  "the floor after recovery unwritten: the call waits for it",
+			  "error %s; %d waits", error_fmt ? error_fmt : "none", lease_sleeps);
+	set_up();
+	floor_pending = true;
+	file_step = 2;
+	done = take(&id);
+	tap_check(!done && failed_with("could not renew the flakeid time lease", ERRCODE_IO_ERROR),
+			  "the floor's write fails: the call fails with the file's error",
+			  "error %s", error_fmt ? error_fmt : "none");
+}
+
 /* the end of the time range, and a clock outside it */
 static void
 check_range(void)
@@ -1081,6 +1166,7 @@ main(void)
 	check_lease_waits();
 	check_standbys();
 	check_changes();
+	check_file_waits();
 	check_range();
 	check_cache();
 	return tap_done();

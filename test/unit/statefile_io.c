@@ -751,6 +751,14 @@ check_writing(void)
 	ok = write_lease(12000, 9, &entry);
 	check_events("zeros at 512: not written", ok, true, "open(create) w4096 s w0 s");
 	v1_copy_wiped = false;
+	memset(buf, 0, SIZE);
+	buf[SIZE - 1] = 1;
+	put_slot(512, buf, SIZE);
+	reset_events();
+	ok = write_lease(12200, 9, &entry);
+	check_events("a byte set at 512 but no version there: not a record, not written", ok, true,
+				 "open(create) w4096 s w0 s");
+	v1_copy_wiped = false;
 	reset_events();
 	fsync_fails_at = 3;
 	make_record(buf, MAGIC, 1, 6, &want);

@@ -279,6 +279,7 @@ set_up(int64 end, int64 next_ms)
 	nstored = 0;
 	broadcasts = 0;
 	memset(&stored, 0, sizeof(stored));
+	stub_nmessages = 0;
 }
 
 /* The lease end a renewal stores now, or -1 for none. */
@@ -401,6 +402,9 @@ main(void)
 			  "floor %d, timeline %u, promotion floor %llu, %d broadcasts", stored_floor,
 			  stored.timeline, (unsigned long long) pg_atomic_read_u64(&shared->promotion_floor),
 			  broadcasts);
+	tap_check(stub_nmessages == 1 && stub_count(LOG) == 1 &&
+			  stub_message_is(0, "flakeid continues from %s on timeline %u"),
+			  "... and logged once, as a new timeline's", "%d messages", stub_nmessages);
 	set_up(100200, -1);
 	timeline = 2;
 	flake_max_clock_skew_ms = 2500;
@@ -427,6 +431,8 @@ main(void)
 	tap_check(stored_floor && pg_atomic_read_u64(&shared->promotion_floor) == 0,
 			  "... which is no promotion floor", "floor %d, promotion floor %llu", stored_floor,
 			  (unsigned long long) pg_atomic_read_u64(&shared->promotion_floor));
+	tap_check(stub_nmessages == 0, "... nor logged as a new timeline's", "%d messages",
+			  stub_nmessages);
 	set_up(100200, -1);
 	timeline = 2;
 	tap_check(FlakeFloorPending(shared), "on a new timeline the floor is pending", "it is not");
@@ -438,6 +444,32 @@ main(void)
 	timeline = 2;
 	check_end("a floor past the last millisecond: at the end of the time range", renew(NULL),
 			  FLAKE_MAX_MS + 1);
+	/* a clock before the epoch: a floor the file can hold, at the epoch */
+	set_up(100200, -1);
+	timeline = 2;
+	have_recorded = false;
+	clock_ms = -10000;
+	check_end("a clock 10 s before the epoch, no lease recorded: a floor at the epoch",
+			  renew(NULL), 0);
+	tap_check(nstored == 1 && FlakeLeaseSane(&stored) &&
+			  pg_atomic_read_u64(&shared->promotion_floor) == 0,
+			  "... a lease the file can hold, and no promotion floor",
+			  "%d stored, promotion floor %llu", nstored,
+			  (unsigned long long) pg_atomic_read_u64(&shared->promotion_floor));
+	set_up(100200, -1);
+	timeline = 2;
+	have_recorded = false;
+	clock_ms = -(3000 + 1000 + 1000) + 1;
+	check_end("a clock that puts the floor at the epoch's second millisecond: the floor there",
+			  renew(NULL), 1);
+	tap_check(pg_atomic_read_u64(&shared->promotion_floor) == 1, "... which is the promotion floor",
+			  "%llu", (unsigned long long) pg_atomic_read_u64(&shared->promotion_floor));
+	/* the clock set back before the epoch after an ID of its first millisecond */
+	set_up(400, 0);
+	clock_ms = -100;
+	check_end("an ID at the epoch's first millisecond, the clock back before it: a lease past the ID",
+			  renew(NULL), 1 + FLAKE_LEASE_MS);
+
 	set_up(100200, -1);
 	timeline = 2;
 	store_fails = true;

@@ -325,6 +325,7 @@ set_up_generator(void)
 	other_takes = 0;
 	write_fails = false;
 	written_serial = 0;
+	stub_nmessages = 0;
 	watching = true;
 }
 
@@ -428,6 +429,10 @@ check_leases(void)
 	next = pg_atomic_read_u64(&shared->next_tick);
 	FlakeLeaseFill(&lease, &layout_a, 1, 8000, 1);
 	stored = FlakeStoreLease(shared, &lease, false);
+	tap_check(stored && pg_atomic_read_u64(&shared->file_writes) == 1 && stub_nmessages == 0,
+			  "a renewal: one write counted, nothing logged",
+			  "%llu writes, %d messages", (unsigned long long) pg_atomic_read_u64(&shared->file_writes),
+			  stub_nmessages);
 	tap_check(stored && pg_atomic_read_u64(&shared->lease_end) == 8000 &&
 			  pg_atomic_read_u64(&shared->next_tick) == next &&
 			  written_serial == 8 && shared->serial == 8 &&
@@ -455,11 +460,23 @@ check_leases(void)
 			  "stored %d, lease end %llu, serial %llu, failing %d, %d publications",
 			  stored, (unsigned long long) pg_atomic_read_u64(&shared->lease_end),
 			  (unsigned long long) shared->serial, shared->lease_failing, nseen);
+	tap_check(stub_nmessages == 1 && stub_count(LOG) == 1 &&
+			  stub_message_is(0, "could not write flakeid state file"),
+			  "a failed write is logged", "%d messages", stub_nmessages);
+	stub_nmessages = 0;
+	stored = FlakeStoreLease(shared, &lease, false);
+	tap_check(!stored && stub_nmessages == 0 && pg_atomic_read_u64(&shared->file_writes) == 2,
+			  "a second failed write is counted, not logged again",
+			  "%d messages, %llu writes", stub_nmessages,
+			  (unsigned long long) pg_atomic_read_u64(&shared->file_writes));
 	write_fails = false;
 	stored = FlakeStoreLease(shared, &lease, false);
 	tap_check(stored && !shared->lease_failing && pg_atomic_read_u64(&shared->lease_end) == 8000,
 			  "the next write that works clears the failure and takes the lease",
 			  "stored %d, failing %d", stored, shared->lease_failing);
+	tap_check(stub_nmessages == 1 && stub_count(LOG) == 1 &&
+			  stub_message_is(0, "flakeid state file \"%s\" written again"),
+			  "the file written again is logged", "%d messages", stub_nmessages);
 
 	set_up_generator();
 	FlakeLeaseFill(&lease, &layout_a, 2, 9000, 2);
@@ -494,11 +511,22 @@ check_leases(void)
 			  "a replayed lease the file cannot take is kept in memory, and nothing is generated until it is written",
 			  "adopted %d, behind %d, status %d", stored, shared->file_behind,
 			  nseen ? (int) FlakeWordStatus(seen[0].word) : -1);
+	tap_check(stub_count(LOG) == 2 &&
+			  stub_message_is(1, "flakeid keeps the replayed time lease in memory"),
+			  "a replayed lease kept in memory is logged, after the failed write",
+			  "%d messages", stub_nmessages);
+	stub_nmessages = 0;
+	FlakeLeaseFill(&lease, &layout_a, 2, 9100, 2);
+	stored = FlakeAdoptLease(shared, &lease);
+	tap_check(stored && stub_nmessages == 0 && shared->recorded.lease_end == 9100,
+			  "a newer replayed lease kept in memory while behind: not logged again",
+			  "adopted %d, %d messages", stored, stub_nmessages);
+	nseen = 0;
 	write_fails = false;
 	FlakeLeaseFill(&lease, &layout_a, 1, 9500, 2);
 	stored = FlakeStoreLease(shared, &lease, false);
-	tap_check(stored && !shared->file_behind && nseen == 2 &&
-			  FlakeWordStatus(seen[1].word) == FLAKE_GEN_READY,
+	tap_check(stored && !shared->file_behind && nseen == 1 &&
+			  FlakeWordStatus(seen[0].word) == FLAKE_GEN_READY,
 			  "once a lease is written, the generator is ready again",
 			  "stored %d, behind %d", stored, shared->file_behind);
 }
@@ -578,6 +606,7 @@ main(void)
 	uint32		before;
 	Seen	   *last;
 	FlakeLease	lease;
+	bool		adopted;
 
 	/* the node id changes from 1 to 2 */
 	set_up_generator();
@@ -692,17 +721,50 @@ main(void)
 				  "%s", detail);
 	}
 
+	/*
+	 * A replayed floor of another layout at its first millisecond, with no
+	 * lease recorded before: the counter and the lease start over at 0
+	 */
+	set_up_generator();
+	shared->have_recorded = false;
+	FlakeLeaseFill(&lease, &layout_b, 3, 0, 1);
+	adopted = FlakeAdoptLease(shared, &lease);
+	tap_check(adopted &&
+			  pg_atomic_read_u64(&shared->next_tick) == 0 &&
+			  pg_atomic_read_u64(&shared->lease_end) == 0,
+			  "a floor of another layout ending at its first millisecond: the next tick and the lease end at 0",
+			  "next tick %llu, lease end %llu",
+			  (unsigned long long) pg_atomic_read_u64(&shared->next_tick),
+			  (unsigned long long) pg_atomic_read_u64(&shared->lease_end));
+
 	/* a node id that does not fit the layout is refused; unset is taken */
 	set_up_generator();
 	FlakeAdoptNode(shared, 1024);
 	tap_check(shared->node_id == 1 && nseen == 0,
 			  "a node id that does not fit the layout (1024 with 10 node bits) is refused",
 			  "node id %d, %d publications", shared->node_id, nseen);
+	stub_nmessages = 0;
 	FlakeAdoptNode(shared, FLAKE_NODE_UNSET);
 	tap_check(shared->node_id == FLAKE_NODE_UNSET && nseen == 2 &&
-			  FlakeWordStatus(seen[1].word) == FLAKE_GEN_NODE_UNSET,
-			  "a node id unset is taken, and nothing is generated",
-			  "node id %d, %d publications", shared->node_id, nseen);
+			  FlakeWordStatus(seen[1].word) == FLAKE_GEN_NODE_UNSET &&
+			  FlakeWordNode(seen[1].word) == 0,
+			  "a node id unset is taken, and nothing is generated (node 0 in the word)",
+			  "node id %d, %d publications, node %d in the word", shared->node_id, nseen,
+			  nseen == 2 ? FlakeWordNode(seen[1].word) : -1);
+	tap_check(stub_nmessages == 1 && stub_message_is(0, "flakeid.node_id is no longer set"),
+			  "a node id unset is logged as such", "%d messages", stub_nmessages);
+	stub_nmessages = 0;
+	FlakeAdoptNode(shared, 3);
+	tap_check(shared->node_id == 3 && stub_nmessages == 1 &&
+			  stub_message_is(0, "flakeid node id set to %d"),
+			  "a node id set where none was is logged as set", "node id %d, %d messages",
+			  shared->node_id, stub_nmessages);
+	stub_nmessages = 0;
+	FlakeAdoptNode(shared, 4);
+	tap_check(shared->node_id == 4 && stub_nmessages == 1 &&
+			  stub_message_is(0, "flakeid node id changed from %d to %d"),
+			  "a node id changed is logged as changed", "node id %d, %d messages",
+			  shared->node_id, stub_nmessages);
 
 	/* the same node id again: nothing changes, nothing is published */
 	set_up_generator();

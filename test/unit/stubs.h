@@ -2,10 +2,10 @@
  * The server's functions as every unit test that builds a file of src/
  * against stubs has them: one process, so releasing a lock and setting
  * one up do nothing (each test has its own LWLockAcquire(), which is
- * where it runs another process's step); a message below ERROR is
- * dropped before it is made (a WARNING counted in stub_warnings), and an
- * ERROR ends the test.  A test includes this once, after the file of src/
- * it builds and tap.h.
+ * where it runs another process's step); a message below ERROR is noted
+ * (its level and format, for the test to read), and an ERROR ends the
+ * test.  A test includes this once, after the file of src/ it builds and
+ * tap.h.
  */
 #ifndef FLAKE_UNIT_STUBS_H
 #define FLAKE_UNIT_STUBS_H
@@ -23,21 +23,34 @@ LWLockInitialize(LWLock *lock, int tranche_id)
 	(void) tranche_id;
 }
 
-/* the WARNINGs reported, which a test may reset and count */
+/*
+ * The messages below ERROR reported, which a test may reset and read: how
+ * many WARNINGs, and the level and format of each message, in order.
+ */
+#define STUB_MESSAGES 32
 static int	stub_warnings = 0;
+static int	stub_nmessages = 0;
+static int	stub_level[STUB_MESSAGES];
+static const char *stub_format[STUB_MESSAGES];
 
 bool
 errstart(int elevel, const char *domain)
 {
 	(void) domain;
-	if (elevel == WARNING)
-		stub_warnings++;
 	if (elevel >= ERROR)
 	{
 		printf("Bail out! an error was reported\n");
 		exit(2);
 	}
-	return false;
+	if (elevel == WARNING)
+		stub_warnings++;
+	if (stub_nmessages < STUB_MESSAGES)
+	{
+		stub_level[stub_nmessages] = elevel;
+		stub_format[stub_nmessages] = NULL;
+	}
+	stub_nmessages++;
+	return true;
 }
 
 bool
@@ -49,8 +62,28 @@ errstart_cold(int elevel, const char *domain)
 void
 errfinish(const char *filename, int lineno, const char *funcname)
 {
-	printf("Bail out! a message was written at %s:%d (%s)\n", filename, lineno, funcname);
-	exit(2);
+	(void) filename;
+	(void) lineno;
+	(void) funcname;
+}
+
+/* how many messages of a level were reported since the count was reset */
+pg_attribute_unused() static int
+stub_count(int elevel)
+{
+	int			n = 0;
+
+	for (int i = 0; i < stub_nmessages && i < STUB_MESSAGES; i++)
+		n += stub_level[i] == elevel;
+	return n;
+}
+
+/* whether the message i's format begins with start */
+pg_attribute_unused() static bool
+stub_message_is(int i, const char *start)
+{
+	return i >= 0 && i < stub_nmessages && i < STUB_MESSAGES && stub_format[i] != NULL &&
+		strncmp(stub_format[i], start, strlen(start)) == 0;
 }
 
 int
@@ -69,7 +102,8 @@ errcode_for_file_access(void)
 int
 errmsg(const char *fmt,...)
 {
-	(void) fmt;
+	if (stub_nmessages > 0 && stub_nmessages <= STUB_MESSAGES)
+		stub_format[stub_nmessages - 1] = fmt;
 	return 0;
 }
 

@@ -231,6 +231,18 @@ $node->adjust_conf('postgresql.conf', 'flakeid.node_bits', '11');
 $node->append_conf('postgresql.conf', 'fsync = on');
 start_slow_state_file($node, 4000, slow_sync => 1);
 refuses(qr/DETAIL:  flakeid\.node_bits was 12 and is now 11\.\n/, 'node_bits 12 -> 11');
+# Each restart above continued from the lease before it, so after several
+# in quick succession the recorded lease may lie more than
+# flakeid.max_lead ahead of the clock, which accepting refuses (55000):
+# wait until it lies a second within.
+ok( wait_until(
+		sub {
+			$node->safe_psql('postgres',
+				q{SELECT max(lease_end) < clock_timestamp() + current_setting('flakeid.max_lead')::interval - interval '1 s'
+				  FROM flakeid_state_file() WHERE valid}) eq 't';
+		},
+		30),
+	'two sessions accept at once: the recorded lease within flakeid.max_lead of the clock first');
 my $accept_log = -s $node->logfile;
 my $slow = slow_state_file($node);
 open my $slow_fh, '>', $slow or die "could not create $slow: $!";

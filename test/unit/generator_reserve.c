@@ -58,6 +58,13 @@ int			flake_max_clock_wait_ms = 10000;
 int			flake_max_lead_ms = 5000;
 int			flake_max_lease_wait_ms = 10000;
 
+#if PG_VERSION_NUM >= 190000
+/* instr_time in ns of the system clock, not in TSC ticks */
+uint64		ticks_per_ns_scaled = 0;
+uint64		max_ticks_no_overflow = 0;
+bool		timing_tsc_enabled = false;
+#endif
+
 struct Latch *MyLatch = NULL;
 volatile sig_atomic_t InterruptPending = false;
 

@@ -175,6 +175,7 @@ fetch_add_then(volatile pg_atomic_uint64 *ptr, int64 add)
 static sigjmp_buf *on_error;
 static int	error_code;
 static const char *error_fmt;
+static char error_detail[256];
 
 bool
 errstart(int elevel, const char *domain)
@@ -186,6 +187,7 @@ errstart(int elevel, const char *domain)
 		bail("an unexpected error was reported");
 	error_code = 0;
 	error_fmt = NULL;
+	error_detail[0] = '\0';
 	return true;
 }
 
@@ -235,14 +237,22 @@ errmsg_internal(const char *fmt,...)
 int
 errdetail(const char *fmt,...)
 {
-	(void) fmt;
+	va_list		args;
+
+	va_start(args, fmt);
+	vsnprintf(error_detail, sizeof(error_detail), fmt, args);
+	va_end(args);
 	return 0;
 }
 
 int
 errdetail_internal(const char *fmt,...)
 {
-	(void) fmt;
+	va_list		args;
+
+	va_start(args, fmt);
+	vsnprintf(error_detail, sizeof(error_detail), fmt, args);
+	va_end(args);
 	return 0;
 }
 
@@ -253,11 +263,14 @@ errhint(const char *fmt,...)
 	return 0;
 }
 
+/* a timestamp as its number, so that a message shows which one it names */
 const char *
 timestamptz_to_str(TimestampTz t)
 {
-	(void) t;
-	return "";
+	static char buf[32];
+
+	snprintf(buf, sizeof(buf), "%lld", (long long) t);
+	return buf;
 }
 
 void *
@@ -424,24 +437,30 @@ FlakeFloorPending(FlakeShared *s)
 	return floor_pending;
 }
 
+/* preloaded (the layout fixed), or the settings as a session sees them */
+static bool layout_fixed;
+static bool settings_from_config;
+static bool settings_valid;
+static FlakeLayout settings_layout;
+
 bool
 FlakeLayoutFixed(void)
 {
-	return true;
+	return layout_fixed;
 }
 
 bool
 FlakeSettingsFromConfig(void)
 {
-	return true;
+	return settings_from_config;
 }
 
 bool
 FlakeConfiguredLayout(FlakeLayout *out, const char **bad)
 {
-	*out = layout;
-	*bad = NULL;
-	return true;
+	*out = settings_layout;
+	*bad = settings_valid ? NULL : "flakeid.node_bits";
+	return settings_valid;
 }
 
 void
@@ -454,14 +473,17 @@ FlakeEnsureSetUp(FlakeShared *s)
 void
 FlakeReportInvalidLayout(const char *bad_setting)
 {
-	(void) bad_setting;
-	bail("an invalid layout was reported");
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid layout setting %s", bad_setting)));
 }
 
 void
 FlakeReportForeignSetting(void)
 {
-	bail("a foreign setting was reported");
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("a layout setting given from elsewhere")));
 }
 
 void
@@ -473,6 +495,7 @@ FlakeCheckMonitor(const char *function)
 
 static const int64 start_ms = INT64CONST(100000000);
 static uint32 gen = 1;
+static FlakeBlock initial_block;	/* a process's block before its first call */
 
 /* the generator ready with node 5, the lease a second ahead, no call yet */
 static void
@@ -503,8 +526,11 @@ set_up(void)
 
 	my_word = 0;
 	ids_ahead = false;
-	memset(&my_block, 0, sizeof(my_block));
-	my_block.size = 1;
+	my_block = initial_block;
+	layout_fixed = true;
+	settings_from_config = true;
+	settings_valid = true;
+	settings_layout = layout;
 	flake_cache = 1;
 	flake_max_lead_ms = 5000;
 	flake_max_clock_wait_ms = 10000;
@@ -1093,6 +1119,74 @@ check_file_waits(void)
 			  "error %s", error_fmt ? error_fmt : "none");
 }
 
+/*
+ * The layout: fixed when preloaded; else a session whose settings changed
+ * since the generator started, or came from elsewhere, does not generate
+ */
+static void
+check_settings(void)
+{
+	int64		id;
+	char		want[256];
+
+	set_up();
+	settings_layout.node_bits = 12;
+	done = take(&id);
+	tap_check(done, "preloaded: settings changed since start do not matter", "error %s",
+			  error_fmt ? error_fmt : "none");
+	set_up();
+	layout_fixed = false;
+	done = take(&id);
+	tap_check(done, "not preloaded, the settings as at start: IDs", "error %s",
+			  error_fmt ? error_fmt : "none");
+	set_up();
+	layout_fixed = false;
+	settings_layout.node_bits = 12;
+	done = take(&id);
+	tap_check(!done && failed_with("flakeid layout settings changed while the server was running",
+								   ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE) &&
+			  strcmp(error_detail, "The generator started with flakeid.node_bits was 10 and is now 12.") == 0,
+			  "not preloaded, flakeid.node_bits changed: refused, naming both",
+			  "error %s: %s", error_fmt ? error_fmt : "none", error_detail);
+	set_up();
+	layout_fixed = false;
+	settings_layout.epoch_ms -= 1000;
+	done = take(&id);
+	snprintf(want, sizeof(want), "The generator started with flakeid.epoch was %lld and is now %lld.",
+			 (long long) FlakeTimestamp(&layout, 0), (long long) FlakeTimestamp(&settings_layout, 0));
+	tap_check(!done && failed_with("flakeid layout settings changed while the server was running",
+								   ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE) &&
+			  strcmp(error_detail, want) == 0,
+			  "not preloaded, flakeid.epoch changed: refused, naming both epochs",
+			  "error %s: %s", error_fmt ? error_fmt : "none", error_detail);
+	set_up();
+	layout_fixed = false;
+	settings_from_config = false;
+	done = take(&id);
+	tap_check(!done && failed_with("a layout setting given from elsewhere",
+								   ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			  "not preloaded, a setting given from elsewhere: refused",
+			  "error %s", error_fmt ? error_fmt : "none");
+	set_up();
+	layout_fixed = false;
+	settings_valid = false;
+	done = take(&id);
+	tap_check(!done && failed_with("invalid layout setting", ERRCODE_INVALID_PARAMETER_VALUE),
+			  "not preloaded, an invalid setting: refused", "error %s",
+			  error_fmt ? error_fmt : "none");
+
+	/* the generator stopped by a layout change: the message names it */
+	set_up();
+	shared->configured.node_bits = 12;
+	pg_atomic_write_u32(&shared->word, FlakeWord(gen, FLAKE_GEN_LAYOUT_CHANGED, 5));
+	done = take(&id);
+	tap_check(!done && failed_with("flakeid layout has changed since this server last generated IDs",
+								   ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE) &&
+			  strcmp(error_detail, "flakeid.node_bits was 10 and is now 12.") == 0,
+			  "the layout changed since the last ID: refused, naming both",
+			  "error %s: %s", error_fmt ? error_fmt : "none", error_detail);
+}
+
 /* the end of the time range, and a clock outside it */
 static void
 check_range(void)
@@ -1134,6 +1228,28 @@ check_cache(void)
 	bool		ok = true;
 	uint64		next;
 
+	/* a process's first block is one tick, the next in its millisecond two */
+	set_up();
+	flake_cache = 64;
+	renew_on_wake = true;
+	next = pg_atomic_read_u64(&shared->next_tick);
+	done = take(&id);
+	tap_check(done && pg_atomic_read_u64(&shared->next_tick) == FlakeTickOfMs(&layout, start_ms) + 1,
+			  "flakeid.cache: a process's first call reserves one tick", "next tick %llu",
+			  (unsigned long long) (pg_atomic_read_u64(&shared->next_tick) - next));
+	next = pg_atomic_read_u64(&shared->next_tick);
+	done = take(&id);
+	tap_check(done && pg_atomic_read_u64(&shared->next_tick) == next + 2,
+			  "flakeid.cache: its second, in the same millisecond, two", "reserved %llu",
+			  (unsigned long long) (pg_atomic_read_u64(&shared->next_tick) - next));
+	/* the millisecond past with one tick left over: a block half as large */
+	advance(1000000);
+	done = take(&id);
+	next = FlakeTickOfMs(&layout, clock_ms());
+	tap_check(done && pg_atomic_read_u64(&shared->next_tick) == next + 1,
+			  "flakeid.cache: a block of two with a tick left over, its millisecond past: one tick next",
+			  "reserved %llu", (unsigned long long) (pg_atomic_read_u64(&shared->next_tick) - next));
+
 	set_up();
 	flake_cache = 64;
 	renew_on_wake = true;
@@ -1151,6 +1267,25 @@ check_cache(void)
 			  "flakeid.cache: the next ID from the block", "next tick moved by %lld",
 			  (long long) (pg_atomic_read_u64(&shared->next_tick) - next));
 	prev = id;
+	/* the block of 64 used up in its millisecond: the next as large, not larger */
+	while (ok && my_block.issue.first < my_block.end)
+	{
+		ok = take(&id) && id > prev;
+		prev = id;
+	}
+	advance(1000000);
+	done = take(&id);
+	next = FlakeTickOfMs(&layout, clock_ms());
+	tap_check(ok && done && pg_atomic_read_u64(&shared->next_tick) == next + 64 && id > prev,
+			  "flakeid.cache: a block of 64 used up, its millisecond past: 64 again",
+			  "reserved %llu", (unsigned long long) (pg_atomic_read_u64(&shared->next_tick) - next));
+	prev = id;
+	advance(1000000);
+	done = take(&id);
+	tap_check(done && my_block.size == 32 && id > prev,
+			  "flakeid.cache: a block of 64 with ticks left over, its millisecond past: 32 next",
+			  "block %lld", (long long) my_block.size);
+	prev = id;
 	advance(1000000);
 	done = take(&id);
 	tap_check(done && FlakeMs(id) >= clock_ms() && id > prev,
@@ -1167,6 +1302,7 @@ check_cache(void)
 int
 main(void)
 {
+	initial_block = my_block;
 	check_singles();
 	check_ahead();
 	check_clock_waits();
@@ -1174,6 +1310,7 @@ main(void)
 	check_standbys();
 	check_changes();
 	check_file_waits();
+	check_settings();
 	check_range();
 	check_cache();
 	return tap_done();

@@ -463,11 +463,18 @@ FlakeConfiguredLayout(FlakeLayout *out, const char **bad)
 	return settings_valid;
 }
 
+/* the generator's set-up, which a call starts where no process did yet */
+static int	setups;
+
 void
 FlakeEnsureSetUp(FlakeShared *s)
 {
-	(void) s;
-	bail("the generator was set up again");
+	if (FlakeWordStatus(pg_atomic_read_u32(&s->word)) != FLAKE_GEN_NOT_SET_UP)
+		bail("the generator was set up again");
+	setups++;
+	pg_atomic_write_u32(&s->word,
+						FlakeWord(FlakeWordGen(pg_atomic_read_u32(&s->word)) % 255 + 1,
+								  FLAKE_GEN_READY, 5));
 }
 
 void
@@ -550,6 +557,7 @@ set_up(void)
 	latch_sleeps = 0;
 	rechecks = 0;
 	precise_reads = 0;
+	setups = 0;
 }
 
 /* what the last call returned, taken before the check reads the rest */
@@ -727,6 +735,29 @@ check_ahead(void)
 	tap_check(done && FlakeMs(id) >= clock_ms() && id > prev,
 			  "the coarse clock 7 ms behind, the IDs 2 ms behind the precise clock: the ID at the clock",
 			  "ms %lld, clock %lld", (long long) FlakeMs(id), (long long) clock_ms());
+
+	/*
+	 * IDs exactly the coarse clock's allowance (8 ms) ahead of it: the
+	 * coarse clock is enough; 1 ms less, the precise one is read
+	 */
+	set_up();
+	take(&id);
+	pg_atomic_write_u64(&shared->next_tick, FlakeTickOfMs(&layout, clock_ms() + 8));
+	ids_ahead = true;
+	reads = precise_reads;
+	done = take(&id);
+	tap_check(done && precise_reads == reads && FlakeMs(id) == clock_ms() + 8,
+			  "IDs 8 ms ahead of the coarse clock: no precise read", "%d precise reads",
+			  precise_reads - reads);
+	set_up();
+	take(&id);
+	pg_atomic_write_u64(&shared->next_tick, FlakeTickOfMs(&layout, clock_ms() + 7));
+	ids_ahead = true;
+	reads = precise_reads;
+	done = take(&id);
+	tap_check(done && precise_reads == reads + 1 && !ids_ahead,
+			  "IDs 7 ms ahead of the coarse clock: the precise clock read, and the IDs not taken as ahead",
+			  "%d precise reads, ahead %d", precise_reads - reads, ids_ahead);
 }
 
 /* ticks further ahead than flakeid.max_lead: waits, bounded */
@@ -1027,6 +1058,26 @@ check_changes(void)
 	tap_check(done && issue.node == 7,
 			  "the node id changed while a batch reserved: the new node id's", "node %d", issue.node);
 
+	/* no process set the generator up yet: the call does */
+	set_up();
+	pg_atomic_write_u32(&shared->word, FlakeWord(gen, FLAKE_GEN_NOT_SET_UP, 0));
+	done = take(&id);
+	tap_check(done && setups == 1 && FlakeNode(&layout, id) == 5,
+			  "a generator no process set up: the first call sets it up, then generates",
+			  "error %s; %d set-ups", error_fmt ? error_fmt : "none", setups);
+
+	/* no node id, the floor after recovery unwritten: the node id's error at once */
+	set_up();
+	worker_follows = false;
+	floor_pending = true;
+	flake_max_lease_wait_ms = 1000;
+	pg_atomic_write_u32(&shared->word, FlakeWord(gen, FLAKE_GEN_NODE_UNSET, 0));
+	done = take(&id);
+	tap_check(!done && failed_with("flakeid.node_id is not set", ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE) &&
+			  lease_sleeps == 0,
+			  "no node id and the floor unwritten: the node id's error, with no wait for the floor",
+			  "error %s, %d waits", error_fmt ? error_fmt : "none", lease_sleeps);
+
 	/* statuses that do not generate */
 	set_up();
 	pg_atomic_write_u32(&shared->word, FlakeWord(gen, FLAKE_GEN_NODE_UNSET, 0));
@@ -1194,6 +1245,8 @@ check_range(void)
 	FlakeIssue	issue;
 	int64		id;
 
+	char		want[256];
+
 	set_up();
 	set_clock_ms(FLAKE_MAX_MS);
 	pg_atomic_write_u64(&shared->lease_end, (uint64) FLAKE_MAX_MS + 1);
@@ -1205,18 +1258,30 @@ check_range(void)
 			  failed_with("flakeid values would pass the end of the layout's time range",
 						  ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 			  "past the range: refused", "error %s", error_fmt ? error_fmt : "none");
+	snprintf(want, sizeof(want), "The 41-bit time field counted from flakeid.epoch (%lld) ends at %lld.",
+			 (long long) FlakeTimestamp(&layout, 0), (long long) FlakeTimestamp(&layout, FLAKE_MAX_MS + 1));
+	tap_check(strcmp(error_detail, want) == 0, "past the range: the detail names the field's start and end",
+			  "%s", error_detail);
 	set_up();
 	set_clock_ms(FLAKE_MAX_MS + 1);
 	done = take(&id);
 	tap_check(!done && failed_with("system clock is outside the range of flakeid timestamps",
 										ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 			  "a clock past the range: refused", "error %s", error_fmt ? error_fmt : "none");
+	snprintf(want, sizeof(want), "The 41-bit time field counted from flakeid.epoch (%lld) ended at %lld.",
+			 (long long) FlakeTimestamp(&layout, 0), (long long) FlakeTimestamp(&layout, FLAKE_MAX_MS + 1));
+	tap_check(strcmp(error_detail, want) == 0, "a clock past the range: the detail names the field's start and end",
+			  "%s", error_detail);
 	set_up();
 	set_clock_ms(-1);
 	done = take(&id);
 	tap_check(!done && failed_with("system clock is outside the range of flakeid timestamps",
 										ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 			  "a clock before the epoch: refused", "error %s", error_fmt ? error_fmt : "none");
+	snprintf(want, sizeof(want), "The clock reads before flakeid.epoch (%lld).",
+			 (long long) FlakeTimestamp(&layout, 0));
+	tap_check(strcmp(error_detail, want) == 0, "a clock 1 ms before the epoch: the detail says so",
+			  "%s", error_detail);
 }
 
 /* flakeid.cache: blocks, within their word and millisecond */

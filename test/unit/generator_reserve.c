@@ -175,7 +175,8 @@ fetch_add_then(volatile pg_atomic_uint64 *ptr, int64 add)
 static sigjmp_buf *on_error;
 static int	error_code;
 static const char *error_fmt;
-static char error_detail[256];
+static char error_message[256];
+static char error_detail[512];
 
 bool
 errstart(int elevel, const char *domain)
@@ -187,6 +188,7 @@ errstart(int elevel, const char *domain)
 		bail("an unexpected error was reported");
 	error_code = 0;
 	error_fmt = NULL;
+	error_message[0] = '\0';
 	error_detail[0] = '\0';
 	return true;
 }
@@ -223,7 +225,12 @@ errcode_for_file_access(void)
 int
 errmsg(const char *fmt,...)
 {
+	va_list		args;
+
 	error_fmt = fmt;
+	va_start(args, fmt);
+	vsnprintf(error_message, sizeof(error_message), fmt, args);
+	va_end(args);
 	return 0;
 }
 
@@ -764,6 +771,7 @@ check_ahead(void)
 static void
 check_clock_waits(void)
 {
+	char		want[512];
 	FlakeIssue	issue;
 	int64		n;
 	int64		before;
@@ -841,12 +849,23 @@ check_clock_waits(void)
 			  failed_with("waiting %lld ms more for the system clock", ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 			  "IDs 1300 ms ahead (flakeid.max_lead 100, max_clock_wait 200): waiting too long",
 			  "error %s", error_fmt ? error_fmt : "none");
+	snprintf(want, sizeof(want), "IDs are returned only within flakeid.max_lead (100 ms) of the clock, and the last ones run 1300 ms ahead of it. "
+			 "IDs run ahead of the clock when more are asked for than the node makes, %lld per millisecond, or when the clock is set back.",
+			 (long long) per_ms());
+	tap_check(strcmp(error_message, "waiting 1200 ms more for the system clock would exceed flakeid.max_clock_wait (200 ms)") == 0 &&
+			  strcmp(error_detail, want) == 0,
+			  "... the wait, the lead and how far ahead the IDs run, in numbers", "%s / %s",
+			  error_message, error_detail);
 	pg_atomic_write_u64(&shared->next_tick, FlakeTickOfMs(&layout, start_ms + 1301) + 1);
 	done = take_batch(1, &issue);
 	tap_check(!done &&
 			  failed_with("system clock is %lld ms behind the last flakeid issued", ERRCODE_SYSTEM_ERROR),
 			  "IDs 1301 ms ahead: the clock went back",
 			  "error %s", error_fmt ? error_fmt : "none");
+	tap_check(strcmp(error_message, "system clock is 1301 ms behind the last flakeid issued") == 0 &&
+			  strcmp(error_detail, "The clock moved backwards. flakeid.max_lead allows IDs 100 ms ahead of the clock, "
+					 "and waiting for the rest would take longer than flakeid.max_clock_wait (200 ms).") == 0,
+			  "... by how much, in numbers", "%s / %s", error_message, error_detail);
 	pg_atomic_write_u64(&shared->next_tick, FlakeTickOfMs(&layout, start_ms + 5000) + 1);
 	pg_atomic_write_u64(&shared->promotion_floor, (uint64) (start_ms + 100));
 	done = take_batch(1, &issue);
@@ -860,6 +879,13 @@ check_clock_waits(void)
 			  failed_with("waiting %lld ms more for the promotion floor", ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 			  "a floor 1 ms past flakeid.max_lead: waiting for the floor",
 			  "error %s", error_fmt ? error_fmt : "none");
+	snprintf(want, sizeof(want), "After the end of archive recovery IDs continue from %lld, above every ID the old primary can have returned, "
+			 "101 ms ahead of the clock. They are returned only within flakeid.max_lead (100 ms) of the clock.",
+			 (long long) FlakeTimestamp(&layout, start_ms + 101));
+	tap_check(strcmp(error_message, "waiting 4900 ms more for the promotion floor would exceed flakeid.max_clock_wait (200 ms)") == 0 &&
+			  strcmp(error_detail, want) == 0,
+			  "... the wait, the floor and how far ahead it lies, in numbers", "%s / %s",
+			  error_message, error_detail);
 }
 
 /* IDs past the lease wait for the worker, bounded */

@@ -700,6 +700,7 @@ check_singles(void)
 static void
 check_ahead(void)
 {
+	FlakeIssue	issue;
 	int64		id = 0;
 	int64		prev = 0;
 	int			reads;
@@ -765,6 +766,14 @@ check_ahead(void)
 	tap_check(done && precise_reads == reads + 1 && !ids_ahead,
 			  "IDs 7 ms ahead of the coarse clock: the precise clock read, and the IDs not taken as ahead",
 			  "%d precise reads, ahead %d", precise_reads - reads, ids_ahead);
+	/* a batch whose IDs are 8 ms ahead of the precise clock: taken as ahead */
+	set_up();
+	take(&id);
+	pg_atomic_write_u64(&shared->next_tick, FlakeTickOfMs(&layout, clock_ms() + 8));
+	ids_ahead = false;
+	done = take_batch(2, &issue);
+	tap_check(done && ids_ahead, "a batch 8 ms ahead of the precise clock: the IDs taken as ahead",
+			  "ahead %d", ids_ahead);
 }
 
 /* ticks further ahead than flakeid.max_lead: waits, bounded */

@@ -154,6 +154,7 @@ static int64 recheck_now;
 static bool renew_on_wake;
 static bool floor_pending;		/* the floor after recovery is to be written */
 static int	file_step;			/* a wait for the file: 1 written, 2 failing */
+static int64 step_back_ns;		/* the wall clock steps back this at a lease wait */
 
 /* another process's step, before the next fetch-and-add on next_tick */
 static void (*other_step) (void);
@@ -360,6 +361,8 @@ ConditionVariableTimedSleep(ConditionVariable *cv, long timeout, uint32 wait_eve
 	(void) cv;
 	(void) wait_event_info;
 	lease_sleeps++;
+	wall_ns -= step_back_ns;
+	step_back_ns = 0;
 	if (worker_follows && wanted > pg_atomic_read_u64(&shared->lease_end))
 		pg_atomic_write_u64(&shared->lease_end, wanted);
 	if (standby_follows && (int64) wanted > standby_end)
@@ -558,6 +561,7 @@ set_up(void)
 	renew_on_wake = false;
 	floor_pending = false;
 	file_step = 0;
+	step_back_ns = 0;
 	other_step = NULL;
 	wakes = 0;
 	lease_sleeps = 0;
@@ -816,6 +820,34 @@ check_clock_waits(void)
 			  batch_end_ms(&issue, n) > clock_ms() + flake_max_lead_ms - 100,
 			  "a wait of 250 ms: within the lead when returned, not long after",
 			  "end %lld, clock %lld", (long long) batch_end_ms(&issue, n), (long long) clock_ms());
+
+	/* 1 ms past the lead: a wait of 1 ms */
+	set_up();
+	flake_max_lead_ms = 100;
+	pg_atomic_write_u64(&shared->lease_end, (uint64) (start_ms + 100000));
+	n = 102 * per_ms();
+	done = take_batch(n, &issue);
+	tap_check(done && clock_ms() == start_ms + 1,
+			  "IDs 1 ms further ahead than flakeid.max_lead: returned after 1 ms",
+			  "error %s; after %lld ms", error_fmt ? error_fmt : "none",
+			  (long long) (clock_ms() - start_ms));
+
+	/*
+	 * A call that waits for the lease, during which the clock steps back
+	 * 150 ms: flakeid.max_clock_wait (100 ms) counts from its first wait for
+	 * the clock, not from before the lease's
+	 */
+	set_up();
+	flake_max_lead_ms = 100;
+	flake_max_clock_wait_ms = 100;
+	pg_atomic_write_u64(&shared->lease_end, (uint64) (start_ms + 50));
+	step_back_ns = 150 * INT64CONST(1000000);
+	n = 101 * per_ms();
+	done = take_batch(n, &issue);
+	tap_check(done && lease_sleeps == 1 && batch_end_ms(&issue, n) <= clock_ms() + flake_max_lead_ms,
+			  "a wait for the lease, then for a clock stepped back: the clock's wait bounded from its own start",
+			  "error %s; %d lease waits, end %lld, clock %lld", error_fmt ? error_fmt : "none",
+			  lease_sleeps, (long long) batch_end_ms(&issue, n), (long long) clock_ms());
 
 	/* flakeid.max_clock_wait 200: a wait of 200 ms is allowed, 201 not */
 	set_up();

@@ -953,6 +953,16 @@ check_lease_waits(void)
 	tap_check(wakes >= 1 && lease_sleeps >= 1, "IDs past the lease: the worker woken, the call waited",
 			  "%d woken, %d waits", wakes, lease_sleeps);
 
+	/* a lease end asked for already that stops at the call's last millisecond: raised past it */
+	set_up();
+	pg_atomic_write_u64(&shared->lease_end, (uint64) (start_ms + 2));
+	pg_atomic_write_u64(&shared->lease_wanted, (uint64) (start_ms + 4));
+	done = take_batch(n, &issue);
+	tap_check(done && pg_atomic_read_u64(&shared->lease_wanted) == (uint64) start_ms + 5,
+			  "a lease end asked for that ends at the call's last millisecond: raised past it",
+			  "error %s; wanted %llu", error_fmt ? error_fmt : "none",
+			  (unsigned long long) pg_atomic_read_u64(&shared->lease_wanted));
+
 	/* a larger wanted end stays */
 	set_up();
 	pg_atomic_write_u64(&shared->lease_end, (uint64) (start_ms + 2));

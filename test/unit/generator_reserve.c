@@ -151,10 +151,12 @@ static int	lease_sleeps;
 static int	latch_sleeps;
 static int	rechecks;
 static int64 recheck_now;
+static int	rechecks_off_clock;	/* checks at another time than the clock's */
 static bool renew_on_wake;
 static bool floor_pending;		/* the floor after recovery is to be written */
 static int	file_step;			/* a wait for the file: 1 written, 2 failing */
 static int64 step_back_ns;		/* the wall clock steps back this at a lease wait */
+static void (*on_lease_sleep) (int n);	/* at the nth wait for the lease */
 
 /* another process's step, before the next fetch-and-add on next_tick */
 static void (*other_step) (void);
@@ -361,6 +363,8 @@ ConditionVariableTimedSleep(ConditionVariable *cv, long timeout, uint32 wait_eve
 	(void) cv;
 	(void) wait_event_info;
 	lease_sleeps++;
+	if (on_lease_sleep != NULL)
+		on_lease_sleep(lease_sleeps);
 	wall_ns -= step_back_ns;
 	step_back_ns = 0;
 	if (worker_follows && wanted > pg_atomic_read_u64(&shared->lease_end))
@@ -410,6 +414,8 @@ FlakeConfirmRecheckCovers(FlakeConfirm *c, int64 end_ms, int64 now)
 {
 	rechecks++;
 	recheck_now = now;
+	if (now != clock_ms())
+		rechecks_off_clock++;
 	pg_atomic_write_u64(&c->sync_end, (uint64) standby_end);
 	pg_atomic_write_u64(&c->checked, (uint64) now);
 	return end_ms < standby_end;
@@ -562,11 +568,13 @@ set_up(void)
 	floor_pending = false;
 	file_step = 0;
 	step_back_ns = 0;
+	on_lease_sleep = NULL;
 	other_step = NULL;
 	wakes = 0;
 	lease_sleeps = 0;
 	latch_sleeps = 0;
 	rechecks = 0;
+	rechecks_off_clock = 0;
 	precise_reads = 0;
 	setups = 0;
 }
@@ -929,6 +937,17 @@ check_clock_waits(void)
 			  error_message, error_detail);
 }
 
+/*
+ * The lease worker gone for 6 s, back for 1 s, gone for 6 s more, then
+ * renewing (a wait for the lease sleeps 100 ms)
+ */
+static void
+worker_comes_and_goes(int n)
+{
+	shared->worker_latch = (n <= 60 || (n > 70 && n <= 130)) ? NULL : (Latch *) &slot;
+	worker_follows = n > 130;
+}
+
 /* IDs past the lease wait for the worker, bounded */
 static void
 check_lease_waits(void)
@@ -1025,6 +1044,16 @@ check_lease_waits(void)
 			  "error %s after %lld ms", error_fmt ? error_fmt : "none",
 			  (long long) ((mono_ns - mono_before) / 1000000));
 
+	/* the worker gone twice, 6 s each time: no 10 s without it */
+	set_up();
+	flake_max_lease_wait_ms = 60000;
+	pg_atomic_write_u64(&shared->lease_end, (uint64) start_ms);
+	on_lease_sleep = worker_comes_and_goes;
+	done = take(&id);
+	tap_check(done && lease_sleeps > 130,
+			  "the lease worker gone for 6 s twice, back in between: the call waits for it",
+			  "error %s after %d waits", error_fmt ? error_fmt : "none", lease_sleeps);
+
 	/* a worker that does not renew: flakeid.max_lease_wait */
 	set_up();
 	worker_follows = false;
@@ -1075,8 +1104,9 @@ check_standbys(void)
 	standby_end = start_ms + 2;
 	pg_atomic_write_u64(&shared->lease_end, (uint64) (start_ms + 1000));
 	done = take_batch(n, &issue);
-	tap_check(done && batch_end_ms(&issue, n) < standby_end && lease_sleeps >= 1,
-			  "standbys behind the IDs: the call waits until they confirm them",
+	tap_check(done && batch_end_ms(&issue, n) < standby_end && lease_sleeps >= 1 &&
+			  rechecks > 0 && rechecks_off_clock == 0,
+			  "standbys behind the IDs: the call waits until they confirm them, checked at the clock",
 			  "error %s; end %lld, standbys %lld, %d waits", error_fmt ? error_fmt : "none",
 			  (long long) batch_end_ms(&issue, n), (long long) standby_end, lease_sleeps);
 	/* the ID in the standbys' last millisecond */

@@ -33,8 +33,10 @@
 #include "port/atomics.h"
 
 static uint64 fetch_add_then(volatile pg_atomic_uint64 *ptr, int64 add);
+static uint64 read_counted(volatile pg_atomic_uint64 *ptr);
 
 #define pg_atomic_fetch_add_u64(ptr, add) fetch_add_then(ptr, add)
+#define pg_atomic_read_u64(ptr) read_counted(ptr)
 
 #include "../../src/generator.c"
 #include "tap.h"
@@ -161,9 +163,23 @@ static void (*on_lease_sleep) (int n);	/* at the nth wait for the lease */
 /* another process's step, before the next fetch-and-add on next_tick */
 static void (*other_step) (void);
 
+/* the reads and fetch-and-adds of next_tick, whose cache line every call moves */
+static int	next_reads;
+static int	next_adds;
+
+static uint64
+read_counted(volatile pg_atomic_uint64 *ptr)
+{
+	if (shared != NULL && ptr == &shared->next_tick)
+		next_reads++;
+	return (pg_atomic_read_u64) (ptr);
+}
+
 static uint64
 fetch_add_then(volatile pg_atomic_uint64 *ptr, int64 add)
 {
+	if (shared != NULL && ptr == &shared->next_tick)
+		next_adds++;
 	if (shared != NULL && ptr == &shared->next_tick && other_step != NULL)
 	{
 		void		(*step) (void) = other_step;
@@ -706,6 +722,23 @@ check_singles(void)
 	tap_check(pg_atomic_read_u64(&shared->next_tick) == FlakeTickOfMs(&layout, clock_ms()) + 1,
 			  "after an idle spell: the next tick follows it", "next tick %llu",
 			  (unsigned long long) pg_atomic_read_u64(&shared->next_tick));
+}
+
+/* IDs in the clock's millisecond: one fetch-and-add a call, no read first */
+static void
+check_hot_path(void)
+{
+	int64		id;
+
+	set_up();
+	(void) take(&id);
+	next_reads = 0;
+	next_adds = 0;
+	for (int i = 0; i < 100; i++)
+		(void) take(&id);
+	tap_check(next_reads == 0 && next_adds == 100 && FlakeMs(id) == clock_ms(),
+			  "single calls in the clock's millisecond: one fetch-and-add each on the next tick, no read",
+			  "%d reads, %d fetch-and-adds in 100 calls", next_reads, next_adds);
 }
 
 /* the IDs ahead of the clock: the coarse clock, and its allowance */
@@ -1476,6 +1509,7 @@ main(void)
 {
 	initial_block = my_block;
 	check_singles();
+	check_hot_path();
 	check_ahead();
 	check_clock_waits();
 	check_lease_waits();

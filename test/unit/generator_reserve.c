@@ -35,8 +35,12 @@
 static uint64 fetch_add_then(volatile pg_atomic_uint64 *ptr, int64 add);
 static uint64 read_counted(volatile pg_atomic_uint64 *ptr);
 
+static bool other_then_swap(volatile pg_atomic_uint64 *ptr, uint64 *expected, uint64 newval);
+
 #define pg_atomic_fetch_add_u64(ptr, add) fetch_add_then(ptr, add)
 #define pg_atomic_read_u64(ptr) read_counted(ptr)
+#define pg_atomic_compare_exchange_u64(ptr, expected, newval) \
+	other_then_swap(ptr, expected, newval)
 
 #include "../../src/generator.c"
 #include "tap.h"
@@ -188,6 +192,22 @@ fetch_add_then(volatile pg_atomic_uint64 *ptr, int64 add)
 		step();
 	}
 	return (pg_atomic_fetch_add_u64) (ptr, add);
+}
+
+/* another process's step, before the next compare-and-swap of next_tick */
+static void (*other_swap_step) (void);
+
+static bool
+other_then_swap(volatile pg_atomic_uint64 *ptr, uint64 *expected, uint64 newval)
+{
+	if (shared != NULL && ptr == &shared->next_tick && other_swap_step != NULL)
+	{
+		void		(*step) (void) = other_swap_step;
+
+		other_swap_step = NULL;
+		step();
+	}
+	return (pg_atomic_compare_exchange_u64) (ptr, expected, newval);
 }
 
 /* an ERROR: its SQLSTATE and message, and where it returns */
@@ -586,6 +606,7 @@ set_up(void)
 	step_back_ns = 0;
 	on_lease_sleep = NULL;
 	other_step = NULL;
+	other_swap_step = NULL;
 	wakes = 0;
 	lease_sleeps = 0;
 	latch_sleeps = 0;
@@ -811,6 +832,16 @@ check_ahead(void)
 	tap_check(done && precise_reads == reads + 1 && !ids_ahead,
 			  "IDs 7 ms ahead of the coarse clock: the precise clock read, and the IDs not taken as ahead",
 			  "%d precise reads, ahead %d", precise_reads - reads, ids_ahead);
+	/* a single call whose tick is 8 ms ahead of the precise clock: taken as ahead */
+	set_up();
+	take(&id);
+	pg_atomic_write_u64(&shared->next_tick, FlakeTickOfMs(&layout, clock_ms() + 8));
+	ids_ahead = false;
+	done = take(&id);
+	tap_check(done && ids_ahead && FlakeMs(id) == clock_ms() + 8,
+			  "a single call whose tick is 8 ms ahead of the precise clock: taken as ahead",
+			  "ahead %d", ids_ahead);
+
 	/* a batch whose IDs are 8 ms ahead of the precise clock: taken as ahead */
 	set_up();
 	take(&id);
@@ -1175,6 +1206,16 @@ change_node(void)
 	(pg_atomic_fetch_add_u64) (&shared->next_tick, (uint64) per_ms());
 }
 
+/* another call starts the clock's millisecond first, taking its first tick */
+static void
+other_starts_millisecond(void)
+{
+	uint64		cur = (pg_atomic_read_u64) (&shared->next_tick);
+
+	(pg_atomic_compare_exchange_u64) (&shared->next_tick, &cur,
+									  FlakeTickOfMs(&layout, clock_ms()) + 1);
+}
+
 static void
 check_changes(void)
 {
@@ -1217,6 +1258,19 @@ check_changes(void)
 			  lease_sleeps == 0,
 			  "no node id and the floor unwritten: the node id's error, with no wait for the floor",
 			  "error %s, %d waits", error_fmt ? error_fmt : "none", lease_sleeps);
+
+	/* another call starts the millisecond between this call's read and its swap */
+	set_up();
+	tap_check(take(&prev), "a first ID", "error %s", error_fmt ? error_fmt : "none");
+	advance(5000000);
+	other_swap_step = other_starts_millisecond;
+	done = take_batch(3, &issue);
+	tap_check(done && issue.first == FlakeTickOfMs(&layout, clock_ms()) + 1 &&
+			  pg_atomic_read_u64(&shared->next_tick) == issue.first + 3,
+			  "another call starts the millisecond first: this one's ticks follow its tick",
+			  "error %s; first %llu, the other's %llu", error_fmt ? error_fmt : "none",
+			  (unsigned long long) issue.first,
+			  (unsigned long long) FlakeTickOfMs(&layout, clock_ms()));
 
 	/* statuses that do not generate */
 	set_up();
@@ -1384,20 +1438,37 @@ check_range(void)
 {
 	FlakeIssue	issue;
 	int64		id;
-
+	uint64		next;
 	char		want[256];
 
 	set_up();
 	set_clock_ms(FLAKE_MAX_MS);
 	pg_atomic_write_u64(&shared->lease_end, (uint64) FLAKE_MAX_MS + 1);
-	done = take_batch(per_ms(), &issue);
-	tap_check(done && batch_end_ms(&issue, per_ms()) == FLAKE_MAX_MS,
-			  "the last millisecond of the range: its IDs", "error %s", error_fmt ? error_fmt : "none");
-	done = take_batch(1, &issue);
+	done = take_batch(per_ms() / 2, &issue);
+	tap_check(done, "the last millisecond of the range: half its IDs", "error %s",
+			  error_fmt ? error_fmt : "none");
+	next = pg_atomic_read_u64(&shared->next_tick);
+	done = take_batch(per_ms() / 2 + 1, &issue);
 	tap_check(!done &&
 			  failed_with("flakeid values would pass the end of the layout's time range",
-						  ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-			  "past the range: refused", "error %s", error_fmt ? error_fmt : "none");
+						  ERRCODE_DATETIME_VALUE_OUT_OF_RANGE) &&
+			  pg_atomic_read_u64(&shared->next_tick) == next,
+			  "a batch 1 tick past the range: refused before anything is reserved",
+			  "error %s, next tick moved by %lld", error_fmt ? error_fmt : "none",
+			  (long long) (pg_atomic_read_u64(&shared->next_tick) - next));
+	done = take_batch(per_ms() / 2, &issue);
+	tap_check(done && batch_end_ms(&issue, per_ms() / 2) == FLAKE_MAX_MS &&
+			  pg_atomic_read_u64(&shared->next_tick) == FlakeTickOfMs(&layout, FLAKE_MAX_MS + 1),
+			  "the last millisecond of the range: the other half, to its last tick",
+			  "error %s", error_fmt ? error_fmt : "none");
+	next = pg_atomic_read_u64(&shared->next_tick);
+	done = take_batch(2, &issue);
+	tap_check(!done &&
+			  failed_with("flakeid values would pass the end of the layout's time range",
+						  ERRCODE_DATETIME_VALUE_OUT_OF_RANGE) &&
+			  pg_atomic_read_u64(&shared->next_tick) == next,
+			  "a batch past the range: refused before anything is reserved", "error %s, next tick moved by %lld",
+			  error_fmt ? error_fmt : "none", (long long) (pg_atomic_read_u64(&shared->next_tick) - next));
 	snprintf(want, sizeof(want), "The 41-bit time field counted from flakeid.epoch (%lld) ends at %lld.",
 			 (long long) FlakeTimestamp(&layout, 0), (long long) FlakeTimestamp(&layout, FLAKE_MAX_MS + 1));
 	tap_check(strcmp(error_detail, want) == 0, "past the range: the detail names the field's start and end",

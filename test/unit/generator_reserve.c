@@ -1573,6 +1573,40 @@ check_cache(void)
 	tap_check(done && FlakeNode(&layout, id) == 9 && id > prev,
 			  "flakeid.cache, another node id published: not from the block", "node %d",
 			  FlakeNode(&layout, id));
+
+	/* flakeid.cache 2: the second call of a millisecond from the block */
+	set_up();
+	flake_cache = 2;
+	renew_on_wake = true;
+	(void) take(&id);
+	(void) take(&id);
+	next = pg_atomic_read_u64(&shared->next_tick);
+	prev = id;
+	done = take(&id);
+	tap_check(done && pg_atomic_read_u64(&shared->next_tick) == next && id > prev &&
+			  pg_atomic_read_u64(&slot.issued) == 3,
+			  "flakeid.cache 2: a block of two serves the next call; each call counted once",
+			  "next tick moved by %lld, %llu counted",
+			  (long long) (pg_atomic_read_u64(&shared->next_tick) - next),
+			  (unsigned long long) pg_atomic_read_u64(&slot.issued));
+
+	/* IDs ahead of the clock: blocks of one tick, each counted once */
+	set_up();
+	flake_cache = 64;
+	renew_on_wake = true;
+	pg_atomic_write_u64(&shared->next_tick, FlakeTickOfMs(&layout, start_ms + 20));
+	ids_ahead = true;
+	ok = true;
+	for (int i = 0; i < 10 && ok; i++)
+	{
+		next = pg_atomic_read_u64(&shared->next_tick);
+		ok = take(&id) && pg_atomic_read_u64(&shared->next_tick) == next + 1;
+	}
+	tap_check(ok && pg_atomic_read_u64(&slot.issued) == 10,
+			  "flakeid.cache 64 with the IDs 20 ms ahead of the clock: one tick a call, each counted once",
+			  "next tick moved by %lld, %llu counted",
+			  (long long) (pg_atomic_read_u64(&shared->next_tick) - next),
+			  (unsigned long long) pg_atomic_read_u64(&slot.issued));
 }
 
 int

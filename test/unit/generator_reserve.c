@@ -893,6 +893,21 @@ check_clock_waits(void)
 			  "a wait of 250 ms: within the lead when returned, not long after",
 			  "end %lld, clock %lld", (long long) batch_end_ms(&issue, n), (long long) clock_ms());
 
+	/* the clock at the epoch's first millisecond, nothing reserved yet: a lead of 0 */
+	set_up();
+	set_clock_ms(0);
+	flake_max_lead_ms = 100;
+	flake_max_clock_wait_ms = 200;
+	pg_atomic_write_u64(&shared->lease_end, 100000);
+	done = take_batch(400 * per_ms(), &issue);
+	snprintf(want, sizeof(want), "IDs are returned only within flakeid.max_lead (100 ms) of the clock, and the last ones run 0 ms ahead of it. "
+			 "IDs run ahead of the clock when more are asked for than the node makes, %lld per millisecond, or when the clock is set back.",
+			 (long long) per_ms());
+	tap_check(!done && strcmp(error_message, "waiting 299 ms more for the system clock would exceed flakeid.max_clock_wait (200 ms)") == 0 &&
+			  strcmp(error_detail, want) == 0,
+			  "a batch from the range's first tick, the clock there: a lead of 0 reported",
+			  "%s / %s", error_message, error_detail);
+
 	/* 1 ms past the lead: a wait of 1 ms */
 	set_up();
 	flake_max_lead_ms = 100;
@@ -969,6 +984,15 @@ check_clock_waits(void)
 			  strcmp(error_detail, want) == 0,
 			  "... the wait, the lead and how far ahead the IDs run, in numbers", "%s / %s",
 			  error_message, error_detail);
+	/* the last tick reserved the first of its millisecond: the lead is the one before's */
+	pg_atomic_write_u64(&shared->next_tick, FlakeTickOfMs(&layout, start_ms + 1300));
+	done = take_batch(1, &issue);
+	snprintf(want, sizeof(want), "IDs are returned only within flakeid.max_lead (100 ms) of the clock, and the last ones run 1299 ms ahead of it. "
+			 "IDs run ahead of the clock when more are asked for than the node makes, %lld per millisecond, or when the clock is set back.",
+			 (long long) per_ms());
+	tap_check(!done && strcmp(error_detail, want) == 0,
+			  "a call's tick the first of its millisecond: the lead reported is the tick before's",
+			  "%s", error_detail);
 	pg_atomic_write_u64(&shared->next_tick, FlakeTickOfMs(&layout, start_ms + 1301) + 1);
 	done = take_batch(1, &issue);
 	tap_check(!done &&

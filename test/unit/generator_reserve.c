@@ -842,6 +842,19 @@ check_ahead(void)
 			  "a single call whose tick is 8 ms ahead of the precise clock: taken as ahead",
 			  "ahead %d", ids_ahead);
 
+	/* IDs exactly flakeid.max_lead ahead: no wait, so no precise read */
+	set_up();
+	flake_max_lead_ms = 100;
+	take(&id);
+	pg_atomic_write_u64(&shared->next_tick, FlakeTickOfMs(&layout, clock_ms() + 100));
+	pg_atomic_write_u64(&shared->lease_end, (uint64) (start_ms + 1000));
+	ids_ahead = true;
+	reads = precise_reads;
+	done = take(&id);
+	tap_check(done && precise_reads == reads && FlakeMs(id) == clock_ms() + 100,
+			  "an ID exactly flakeid.max_lead ahead of the clock: returned with no precise read",
+			  "%d precise reads", precise_reads - reads);
+
 	/* a batch whose IDs are 8 ms ahead of the precise clock: taken as ahead */
 	set_up();
 	take(&id);
@@ -1174,6 +1187,14 @@ check_standbys(void)
 	done = take(&id);
 	tap_check(done && rechecks == 0, "standbys: a check 1 ms old that covers the ID: no check",
 			  "%d checks", rechecks);
+	/* a batch, the check 1 ms old and covering: no check either */
+	set_up();
+	standbys = true;
+	pg_atomic_write_u64(&shared->confirm.sync_end, (uint64) (start_ms + 1000));
+	pg_atomic_write_u64(&shared->confirm.checked, (uint64) (start_ms - 1));
+	done = take_batch(2, &issue);
+	tap_check(done && rechecks == 0, "standbys: a batch, a check 1 ms old that covers it: no check",
+			  "error %s; %d checks", error_fmt ? error_fmt : "none", rechecks);
 	/* 2 ms old: checked again, at the precise clock */
 	set_up();
 	standbys = true;

@@ -25,8 +25,6 @@
 /* the settings and the server's variables that src/lease.c reads */
 int			flake_max_lead_ms = 3000;
 int			flake_max_clock_skew_ms = 1000;
-sigjmp_buf *PG_exception_stack = NULL;
-ErrorContextCallback *error_context_stack = NULL;
 
 static const FlakeLayout layout = {INT64CONST(1735689600000), 10};
 
@@ -173,12 +171,14 @@ LWLockAcquire(LWLock *lock, LWLockMode mode)
 	return true;
 }
 
-/* flakeid_accept_layout() and flakeid_state_file(), which no check calls */
+/* flakeid_accept_layout(): the generator, or none; a superuser or not */
+static bool no_generator;
+static bool is_superuser;
+
 FlakeShared *
 FlakeAttach(void)
 {
-	bail("the generator was looked for");
-	return NULL;
+	return no_generator ? NULL : shared;
 }
 
 void
@@ -200,21 +200,21 @@ void
 FlakeReportInvalidLayout(const char *bad_setting)
 {
 	(void) bad_setting;
-	bail("an invalid layout was reported");
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid layout setting")));
 }
 
 bool
 superuser(void)
 {
-	return true;
+	return is_superuser;
 }
 
 char *
 pstrdup(const char *in)
 {
-	(void) in;
-	bail("memory was allocated");
-	return NULL;
+	return strdup(in);
 }
 
 void
@@ -245,8 +245,9 @@ tuplestore_putvalues(Tuplestorestate *state, TupleDesc tdesc,
 void
 pg_re_throw(void)
 {
-	bail("an error was thrown again");
-	exit(2);
+	if (PG_exception_stack == NULL)
+		bail("an error was thrown again with no one to catch it");
+	siglongjmp(*PG_exception_stack, 1);
 }
 
 
@@ -280,6 +281,15 @@ set_up(int64 end, int64 next_ms)
 	broadcasts = 0;
 	memset(&stored, 0, sizeof(stored));
 	stub_nmessages = 0;
+	no_generator = false;
+	is_superuser = true;
+	shared->layout = layout;
+	shared->configured = layout;
+	shared->configured_valid = true;
+	shared->have_recorded = true;
+	shared->recorded = recorded;
+	shared->accepting = false;
+	shared->node_id = 3;
 }
 
 /* The lease end a renewal stores now, or -1 for none. */
@@ -296,6 +306,200 @@ static void
 check_end(const char *what, int64 got, int64 want)
 {
 	tap_check(got == want, what, "stored %lld, want %lld", (long long) got, (long long) want);
+}
+
+/*
+ * flakeid_accept_layout(): true with its result, or false on an ERROR,
+ * whose SQLSTATE stub_error_code holds
+ */
+static bool
+accept(bool *result)
+{
+	sigjmp_buf	jump;
+	sigjmp_buf *outer = PG_exception_stack;
+	bool		returned = false;
+
+	PG_exception_stack = &jump;
+	if (sigsetjmp(jump, 0) == 0)
+	{
+		*result = DatumGetBool(flakeid_accept_layout(NULL));
+		returned = true;
+	}
+	PG_exception_stack = outer;
+	return returned;
+}
+
+/* the layout configured now: node_bits, and the epoch moved by shift ms */
+static void
+configure(int node_bits, int64 shift)
+{
+	shared->configured.node_bits = node_bits;
+	shared->configured.epoch_ms = layout.epoch_ms + shift;
+}
+
+/* the last message's format starts with start */
+static bool
+last_message_is(const char *start)
+{
+	return stub_message_is(stub_nmessages - 1, start);
+}
+
+static void
+check_accept(void)
+{
+	bool		result = false;
+	bool		returned;
+
+	/* node_bits 10 -> 12, the same epoch: a floor at the recorded lease end */
+	set_up(101000, -1);
+	configure(12, 0);
+	returned = accept(&result);
+	tap_check(returned && result && nstored == 1 && stored_floor &&
+			  stored.node_bits == 12 && stored.epoch_ms == layout.epoch_ms &&
+			  stored.lease_end == 101000 && stored.node_id == 3 && stored.timeline == 1 &&
+			  !shared->accepting,
+			  "accepting node_bits 12: a floor lease of the new layout at the recorded lease end",
+			  "returned %d, result %d, %d stored, floor %d, bits %d, end %lld, accepting %d",
+			  returned, result, nstored, stored_floor, stored.node_bits,
+			  (long long) stored.lease_end, shared->accepting);
+	tap_check(stub_count(LOG) == 1 && last_message_is("flakeid accepted a new layout"),
+			  "... logged once", "%d messages", stub_nmessages);
+
+	/* the epoch a year earlier: the floor is the recorded end in time */
+	set_up(101000, -1);
+	configure(10, -INT64CONST(31536000000));
+	clock_ms = 100000 + INT64CONST(31536000000);	/* the clock in the new layout's ms */
+	returned = accept(&result);
+	tap_check(returned && result && stored.lease_end == 101000 + INT64CONST(31536000000) &&
+			  stored.epoch_ms == layout.epoch_ms - INT64CONST(31536000000),
+			  "accepting an epoch a year earlier: the floor at the same moment as the recorded end",
+			  "returned %d, end %lld", returned, (long long) stored.lease_end);
+
+	/* an epoch a second later: the floor is the recorded end as a number */
+	set_up(101000, -1);
+	configure(10, 1000);
+	clock_ms = 99000;
+	returned = accept(&result);
+	tap_check(returned && result && stored.lease_end == 101000,
+			  "accepting an epoch a second later: the floor at the recorded end as a number, a second later in time",
+			  "returned %d, end %lld", returned, (long long) stored.lease_end);
+
+	/* the floor flakeid.max_lead ahead of the clock: accepted; 1 ms more: refused */
+	set_up(103000, -1);
+	configure(12, 0);
+	returned = accept(&result);
+	tap_check(returned && result, "a floor exactly flakeid.max_lead ahead of the clock: accepted",
+			  "returned %d, SQLSTATE %d", returned, stub_error_code);
+	set_up(103001, -1);
+	configure(12, 0);
+	returned = accept(&result);
+	tap_check(!returned && stub_error_code == ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE &&
+			  last_message_is("cannot accept the new flakeid layout yet") && nstored == 0 &&
+			  !shared->accepting,
+			  "a floor 1 ms further: refused (55000), nothing stored",
+			  "returned %d, SQLSTATE %d, %d stored", returned, stub_error_code, nstored);
+
+	/* a floor past the range */
+	set_up(FLAKE_MAX_MS + 1, -1);
+	configure(12, 0);
+	clock_ms = FLAKE_MAX_MS - 100;
+	returned = accept(&result);
+	tap_check(!returned && stub_error_code == ERRCODE_DATETIME_VALUE_OUT_OF_RANGE &&
+			  last_message_is("cannot accept the new flakeid layout: its time range is used up"),
+			  "a floor past the last millisecond: refused, the range used up",
+			  "returned %d, SQLSTATE %d", returned, stub_error_code);
+	set_up(FLAKE_MAX_MS, -1);
+	configure(12, 0);
+	clock_ms = FLAKE_MAX_MS - 100;
+	returned = accept(&result);
+	tap_check(returned && result && stored.lease_end == FLAKE_MAX_MS,
+			  "a floor at the last millisecond: accepted", "returned %d, SQLSTATE %d",
+			  returned, stub_error_code);
+
+	/* on a new timeline: the floor also above an old primary's IDs */
+	set_up(101000, -1);
+	configure(12, 0);
+	timeline = 2;
+	returned = accept(&result);
+	tap_check(returned && result && stored.lease_end == 100000 + 3000 + 1000 + 1000 &&
+			  stored.timeline == 2,
+			  "accepting on a new timeline: the floor the clock, flakeid.max_lead, a lease and flakeid.max_clock_skew ahead",
+			  "returned %d, end %lld", returned, (long long) stored.lease_end);
+
+	set_up(101000, -1);
+	configure(12, 0);
+	timeline = 2;
+	shared->recorded.timeline = 2;
+	returned = accept(&result);
+	tap_check(returned && result && stored.lease_end == 101000,
+			  "accepting on the timeline the recorded lease was made on: the floor at its end",
+			  "returned %d, end %lld", returned, (long long) stored.lease_end);
+
+	/* nothing to accept: the same layout, no valid setting, or no lease recorded */
+	set_up(101000, -1);
+	returned = accept(&result);
+	tap_check(returned && !result && nstored == 0 && last_message_is("flakeid layout is unchanged"),
+			  "the layout unchanged: false, with a NOTICE", "returned %d, result %d", returned, result);
+	set_up(101000, -1);
+	configure(12, 0);
+	shared->have_recorded = false;
+	returned = accept(&result);
+	tap_check(returned && !result && nstored == 0,
+			  "no lease recorded: nothing to accept", "returned %d, result %d", returned, result);
+	set_up(101000, -1);
+	configure(12, 0);
+	shared->configured_valid = false;
+	returned = accept(&result);
+	tap_check(returned && !result && nstored == 0,
+			  "a layout setting rejected, the generator not told so: false", "returned %d, result %d",
+			  returned, result);
+	set_up(101000, -1);
+	configure(12, 0);
+	shared->configured_valid = false;
+	status = FLAKE_GEN_LAYOUT_INVALID;
+	pg_atomic_init_u32(&shared->word, FlakeWord(1, FLAKE_GEN_LAYOUT_INVALID, 3));
+	returned = accept(&result);
+	tap_check(!returned && stub_error_code == ERRCODE_INVALID_PARAMETER_VALUE,
+			  "a layout setting rejected: its error", "returned %d, SQLSTATE %d", returned,
+			  stub_error_code);
+
+	/* who may accept, where, and one at a time */
+	set_up(101000, -1);
+	configure(12, 0);
+	is_superuser = false;
+	returned = accept(&result);
+	tap_check(!returned && stub_error_code == ERRCODE_INSUFFICIENT_PRIVILEGE && nstored == 0,
+			  "not a superuser: refused (42501)", "returned %d, SQLSTATE %d", returned, stub_error_code);
+	set_up(101000, -1);
+	configure(12, 0);
+	no_generator = true;
+	returned = accept(&result);
+	tap_check(!returned && stub_error_code == ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+			  "no generator on this server: refused (55000)", "returned %d, SQLSTATE %d", returned,
+			  stub_error_code);
+	set_up(101000, -1);
+	configure(12, 0);
+	in_recovery = true;
+	returned = accept(&result);
+	tap_check(!returned && stub_error_code == ERRCODE_READ_ONLY_SQL_TRANSACTION,
+			  "in recovery: refused (25006)", "returned %d, SQLSTATE %d", returned, stub_error_code);
+	set_up(101000, -1);
+	configure(12, 0);
+	shared->accepting = true;
+	returned = accept(&result);
+	tap_check(!returned && stub_error_code == ERRCODE_OBJECT_IN_USE && nstored == 0 && shared->accepting,
+			  "another session accepting: refused (55006), its accept left alone",
+			  "returned %d, SQLSTATE %d", returned, stub_error_code);
+
+	/* the floor cannot be written */
+	set_up(101000, -1);
+	configure(12, 0);
+	store_fails = true;
+	returned = accept(&result);
+	tap_check(!returned && stub_error_code == ERRCODE_IO_ERROR && !shared->accepting &&
+			  last_message_is("could not write flakeid state file"),
+			  "the floor not written: the file's error, and another accept may start",
+			  "returned %d, SQLSTATE %d, accepting %d", returned, stub_error_code, shared->accepting);
 }
 
 int
@@ -478,5 +682,6 @@ main(void)
 			  "... sets no promotion floor and wakes nobody", "promotion floor %llu, %d broadcasts",
 			  (unsigned long long) pg_atomic_read_u64(&shared->promotion_floor), broadcasts);
 
+	check_accept();
 	return tap_done();
 }

@@ -3,9 +3,10 @@
  * against stubs has them: one process, so releasing a lock and setting
  * one up do nothing (each test has its own LWLockAcquire(), which is
  * where it runs another process's step); a message below ERROR is noted
- * (its level and format, for the test to read), and an ERROR ends the
- * test.  A test includes this once, after the file of src/ it builds and
- * tap.h.
+ * (its level and format, for the test to read); an ERROR is noted too and
+ * jumps to PG_exception_stack where a test set it (as PG_TRY does), and
+ * otherwise ends the test.  A test includes this once, after the file of
+ * src/ it builds and tap.h.
  */
 #ifndef FLAKE_UNIT_STUBS_H
 #define FLAKE_UNIT_STUBS_H
@@ -28,6 +29,10 @@ LWLockInitialize(LWLock *lock, int tranche_id)
  * many WARNINGs, and the level and format of each message, in order.
  */
 #define STUB_MESSAGES 32
+sigjmp_buf *PG_exception_stack = NULL;
+ErrorContextCallback *error_context_stack = NULL;
+static bool stub_in_error = false;
+static int	stub_error_code = 0;	/* the last ERROR's SQLSTATE */
 static int	stub_warnings = 0;
 static int	stub_nmessages = 0;
 static int	stub_level[STUB_MESSAGES];
@@ -39,8 +44,13 @@ errstart(int elevel, const char *domain)
 	(void) domain;
 	if (elevel >= ERROR)
 	{
-		printf("Bail out! an error was reported\n");
-		exit(2);
+		if (PG_exception_stack == NULL)
+		{
+			printf("Bail out! an error was reported\n");
+			exit(2);
+		}
+		stub_in_error = true;
+		stub_error_code = 0;
 	}
 	if (elevel == WARNING)
 		stub_warnings++;
@@ -65,6 +75,11 @@ errfinish(const char *filename, int lineno, const char *funcname)
 	(void) filename;
 	(void) lineno;
 	(void) funcname;
+	if (stub_in_error)
+	{
+		stub_in_error = false;
+		siglongjmp(*PG_exception_stack, 1);
+	}
 }
 
 /* how many messages of a level were reported since the count was reset */
@@ -89,13 +104,16 @@ stub_message_is(int i, const char *start)
 int
 errcode(int sqlerrcode)
 {
-	(void) sqlerrcode;
+	if (stub_in_error)
+		stub_error_code = sqlerrcode;
 	return 0;
 }
 
 int
 errcode_for_file_access(void)
 {
+	if (stub_in_error)
+		stub_error_code = ERRCODE_IO_ERROR;
 	return 0;
 }
 

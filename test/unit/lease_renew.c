@@ -121,10 +121,15 @@ ConditionVariableBroadcast(ConditionVariable *cv)
 	broadcasts++;
 }
 
+/* leases to WAL (preloaded, wal_level replica or more), or not */
+static bool can_log;
+static int	nlogged;
+static int64 noted_end;
+
 bool
 FlakeCanLogLease(void)
 {
-	return false;
+	return can_log;
 }
 
 static bool standbys_confirm;
@@ -139,18 +144,20 @@ FlakeStandbyConfirms(void)
 XLogRecPtr
 FlakeWalLogLease(const FlakeLease *lease)
 {
+	if (!can_log)
+		bail("a lease was logged");
 	(void) lease;
-	bail("a lease was logged");
-	return InvalidXLogRecPtr;
+	nlogged++;
+	return (XLogRecPtr) (1000 + nlogged);
 }
 
 void
 FlakeConfirmRecord(FlakeConfirm *c, XLogRecPtr lsn, int64 lease_end)
 {
 	(void) c;
-	(void) lsn;
-	(void) lease_end;
-	bail("a lease record was noted");
+	if (lsn != (XLogRecPtr) (1000 + nlogged))
+		bail("another record than the one logged was noted");
+	noted_end = lease_end;
 }
 
 bool
@@ -181,19 +188,33 @@ FlakeAttach(void)
 	return no_generator ? NULL : shared;
 }
 
+/* flakeid_state_file(): the copies the file holds, and the rows shown */
+static int	monitor_checks;
+static int	file_copies;		/* returned by FlakeStateFileCopies() */
+static FlakeFileCopy file_copy[FLAKE_FILE_SLOTS];
+static int	nrows;
+static uint32 srf_flags;
+static Datum row_values[FLAKE_FILE_SLOTS][9];
+static bool row_nulls[FLAKE_FILE_SLOTS][9];
+
 void
 FlakeCheckMonitor(const char *function)
 {
-	(void) function;
-	bail("a monitoring function was called");
+	if (strcmp(function, "flakeid_state_file") != 0)
+		bail("another function was checked");
+	monitor_checks++;
 }
 
 int
 FlakeStateFileCopies(FlakeFileCopy *copies)
 {
-	(void) copies;
-	bail("the state file was read");
-	return -1;
+	if (file_copies < 0)
+	{
+		errno = EACCES;
+		return -1;
+	}
+	memcpy(copies, file_copy, sizeof(file_copy));
+	return file_copies;
 }
 
 void
@@ -221,8 +242,7 @@ void
 InitMaterializedSRF(FunctionCallInfo fcinfo, uint32 flags)
 {
 	(void) fcinfo;
-	(void) flags;
-	bail("a set was returned");
+	srf_flags = flags;
 }
 
 #if PG_VERSION_NUM >= 160000
@@ -237,9 +257,11 @@ tuplestore_putvalues(Tuplestorestate *state, TupleDesc tdesc,
 {
 	(void) state;
 	(void) tdesc;
-	(void) values;
-	(void) isnull;
-	bail("a row was returned");
+	if (nrows >= FLAKE_FILE_SLOTS)
+		bail("too many rows");
+	memcpy(row_values[nrows], values, sizeof(row_values[0]));
+	memcpy(row_nulls[nrows], isnull, sizeof(row_nulls[0]));
+	nrows++;
 }
 
 void
@@ -283,6 +305,9 @@ set_up(int64 end, int64 next_ms)
 	stub_nmessages = 0;
 	no_generator = false;
 	is_superuser = true;
+	can_log = false;
+	nlogged = 0;
+	noted_end = -1;
 	shared->layout = layout;
 	shared->configured = layout;
 	shared->configured_valid = true;
@@ -306,6 +331,84 @@ static void
 check_end(const char *what, int64 got, int64 want)
 {
 	tap_check(got == want, what, "stored %lld, want %lld", (long long) got, (long long) want);
+}
+
+/* with leases to WAL: a renewal is logged first, and noted for the standbys */
+static void
+check_logged(void)
+{
+	set_up(100400, -1);
+	can_log = true;
+	check_end("a renewal with leases to WAL", renew(NULL), 101000);
+	tap_check(nlogged == 1 && noted_end == 101000,
+			  "... logged once, and its record noted with its end for the standbys' confirmation",
+			  "%d logged, noted end %lld", nlogged, (long long) noted_end);
+}
+
+/* flakeid_state_file(): a row for each copy present, NULLs where not valid */
+static void
+check_state_file(void)
+{
+	FunctionCallInfoBaseData fcinfo;
+	ReturnSetInfo rsinfo;
+	sigjmp_buf	jump;
+	bool		failed = false;
+
+	stub_nmessages = 0;
+	memset(&fcinfo, 0, sizeof(fcinfo));
+	memset(&rsinfo, 0, sizeof(rsinfo));
+	fcinfo.resultinfo = (Node *) &rsinfo;
+	memset(file_copy, 0, sizeof(file_copy));
+	file_copy[0].offset = 0;
+	file_copy[0].present = true;
+	file_copy[0].valid = true;
+	file_copy[0].version = 3;
+	file_copy[0].serial = 7;
+	FlakeLeaseFill(&file_copy[0].lease, &layout, 3, 5000, 1);
+	file_copy[1].offset = 4096;
+	file_copy[1].present = true;
+	file_copy[1].version = 2;
+	file_copy[1].serial = 9;
+	file_copy[2].offset = 512;
+	file_copies = FLAKE_FILE_SLOTS;
+	nrows = 0;
+	monitor_checks = 0;
+	(void) flakeid_state_file(&fcinfo);
+	tap_check(monitor_checks == 1 && nrows == 2 && srf_flags == 0,
+			  "flakeid_state_file(): the caller checked, a row for each copy present, of the declared columns",
+			  "%d checks, %d rows, flags %u", monitor_checks, nrows, srf_flags);
+	tap_check(DatumGetInt32(row_values[0][0]) == 0 && DatumGetBool(row_values[0][1]) &&
+			  DatumGetInt32(row_values[0][2]) == 3 && DatumGetInt64(row_values[0][3]) == 7 &&
+			  DatumGetTimestampTz(row_values[0][4]) == FlakeTimestamp(&layout, 0) &&
+			  DatumGetInt32(row_values[0][5]) == 10 && DatumGetInt32(row_values[0][6]) == 3 &&
+			  DatumGetInt64(row_values[0][7]) == 5000 &&
+			  DatumGetTimestampTz(row_values[0][8]) == FlakeTimestamp(&layout, 5000) &&
+			  memchr(row_nulls[0], true, 9) == NULL,
+			  "... a valid copy: offset, version, serial, epoch, node_bits, node id and lease end",
+			  "offset %d, version %d, serial %lld, bits %d, node %d, end %lld",
+			  DatumGetInt32(row_values[0][0]), DatumGetInt32(row_values[0][2]),
+			  (long long) DatumGetInt64(row_values[0][3]), DatumGetInt32(row_values[0][5]),
+			  DatumGetInt32(row_values[0][6]), (long long) DatumGetInt64(row_values[0][7]));
+	tap_check(DatumGetInt32(row_values[1][0]) == 4096 && !DatumGetBool(row_values[1][1]) &&
+			  !row_nulls[1][0] && !row_nulls[1][1] &&
+			  memchr(row_nulls[1] + 2, false, 7) == NULL,
+			  "... a damaged copy: its offset, not valid, the rest NULL", "offset %d",
+			  DatumGetInt32(row_values[1][0]));
+	file_copies = 0;
+	nrows = 0;
+	(void) flakeid_state_file(&fcinfo);
+	tap_check(nrows == 0, "flakeid_state_file(), no file: no rows", "%d rows", nrows);
+	file_copies = -1;
+	PG_exception_stack = &jump;
+	if (sigsetjmp(jump, 0) == 0)
+		(void) flakeid_state_file(&fcinfo);
+	else
+		failed = true;
+	PG_exception_stack = NULL;
+	tap_check(failed && stub_error_code == ERRCODE_IO_ERROR &&
+			  strcmp(stub_text[stub_nmessages - 1], "could not read flakeid state file \"flakeid.state\": Permission denied") == 0,
+			  "flakeid_state_file(), a file that cannot be read: the file's error",
+			  "failed %d: %s", failed, stub_text[stub_nmessages - 1]);
 }
 
 /*
@@ -349,6 +452,7 @@ check_accept(void)
 {
 	bool		result = false;
 	bool		returned;
+	char		want[256];
 
 	/* node_bits 10 -> 12, the same epoch: a floor at the recorded lease end */
 	set_up(101000, -1);
@@ -362,8 +466,11 @@ check_accept(void)
 			  "returned %d, result %d, %d stored, floor %d, bits %d, end %lld, accepting %d",
 			  returned, result, nstored, stored_floor, stored.node_bits,
 			  (long long) stored.lease_end, shared->accepting);
-	tap_check(stub_count(LOG) == 1 && last_message_is("flakeid accepted a new layout"),
-			  "... logged once", "%d messages", stub_nmessages);
+	snprintf(want, sizeof(want), "flakeid accepted a new layout: node_bits 12, epoch %s",
+			 timestamptz_to_str(FlakeTimestamp(&layout, 0)));
+	tap_check(stub_count(LOG) == 1 && strcmp(stub_text[stub_nmessages - 1], want) == 0,
+			  "... logged once, with the new node_bits and epoch", "%d messages: %s", stub_nmessages,
+			  stub_text[stub_nmessages - 1]);
 
 	/* the epoch a year earlier: the floor is the recorded end in time */
 	set_up(101000, -1);
@@ -398,6 +505,8 @@ check_accept(void)
 			  !shared->accepting,
 			  "a floor 1 ms further: refused (55000), nothing stored",
 			  "returned %d, SQLSTATE %d, %d stored", returned, stub_error_code, nstored);
+	tap_check(strstr(stub_detail, ", 3001 ms ahead of the clock.") != NULL,
+			  "... saying how far ahead the first ID would read", "%s", stub_detail);
 
 	/* a floor past the range */
 	set_up(FLAKE_MAX_MS + 1, -1);
@@ -408,6 +517,9 @@ check_accept(void)
 			  last_message_is("cannot accept the new flakeid layout: its time range is used up"),
 			  "a floor past the last millisecond: refused, the range used up",
 			  "returned %d, SQLSTATE %d", returned, stub_error_code);
+	snprintf(want, sizeof(want), "past the end of its 41-bit time field (%lld).",
+			 (long long) FlakeTimestamp(&shared->configured, FLAKE_MAX_MS + 1));
+	tap_check(strstr(stub_detail, want) != NULL, "... naming where the field ends", "%s", stub_detail);
 	set_up(FLAKE_MAX_MS, -1);
 	configure(12, 0);
 	clock_ms = FLAKE_MAX_MS - 100;
@@ -683,5 +795,7 @@ main(void)
 			  (unsigned long long) pg_atomic_read_u64(&shared->promotion_floor), broadcasts);
 
 	check_accept();
+	check_logged();
+	check_state_file();
 	return tap_done();
 }

@@ -37,6 +37,8 @@ static int	stub_warnings = 0;
 static int	stub_nmessages = 0;
 static int	stub_level[STUB_MESSAGES];
 static const char *stub_format[STUB_MESSAGES];
+static char stub_text[STUB_MESSAGES][256];	/* each message, formatted */
+static char stub_detail[512];	/* the last DETAIL, formatted */
 
 bool
 errstart(int elevel, const char *domain)
@@ -121,14 +123,25 @@ int
 errmsg(const char *fmt,...)
 {
 	if (stub_nmessages > 0 && stub_nmessages <= STUB_MESSAGES)
+	{
+		va_list		args;
+
 		stub_format[stub_nmessages - 1] = fmt;
+		va_start(args, fmt);
+		vsnprintf(stub_text[stub_nmessages - 1], sizeof(stub_text[0]), fmt, args);
+		va_end(args);
+	}
 	return 0;
 }
 
 int
 errdetail(const char *fmt,...)
 {
-	(void) fmt;
+	va_list		args;
+
+	va_start(args, fmt);
+	vsnprintf(stub_detail, sizeof(stub_detail), fmt, args);
+	va_end(args);
 	return 0;
 }
 
@@ -139,11 +152,14 @@ errhint(const char *fmt,...)
 	return 0;
 }
 
+/* a timestamp as its number, so that a message shows which one it names */
 const char *
 timestamptz_to_str(TimestampTz t)
 {
-	(void) t;
-	return "";
+	static char buf[32];
+
+	snprintf(buf, sizeof(buf), "%lld", (long long) t);
+	return buf;
 }
 
 #endif							/* FLAKE_UNIT_STUBS_H */

@@ -40,7 +40,7 @@ static bool other_then_swap(volatile pg_atomic_uint64 *ptr, uint64 *expected,
 
 /* the server's variables that src/shmem.c reads */
 int			MaxBackends = 4;
-int			max_prepared_xacts = 0;
+int			max_prepared_xacts = 2;
 int			flake_node_id = FLAKE_NODE_UNSET;
 PGPROC	   *MyProc = NULL;
 LWLockPadded *MainLWLockArray = NULL;
@@ -48,6 +48,17 @@ shmem_request_hook_type shmem_request_hook = NULL;
 shmem_startup_hook_type shmem_startup_hook = NULL;
 
 static FlakeShared *shared;
+
+/* shared memory at startup: what was asked for, and whether it exists */
+static Size space_requested;
+static bool shmem_found;
+
+static void
+bail_out(const char *what)
+{
+	printf("Bail out! %s\n", what);
+	exit(2);
+}
 
 /* What the other process saw after one publication. */
 typedef struct Seen
@@ -200,33 +211,53 @@ FlakeConfirmReset(FlakeConfirm *c)
 	(void) c;
 }
 
+/* the settings a set-up reads, and whether this process may set up */
+static bool may_set_up = false;
+static FlakeLayout settings_layout;
+static bool settings_valid;
+
 bool
 FlakeConfiguredLayout(FlakeLayout *layout, const char **bad_setting)
 {
-	(void) layout;
+	if (!may_set_up)
+	{
+		printf("Bail out! the settings were read\n");
+		exit(2);
+	}
 	(void) bad_setting;
-	printf("Bail out! the settings were read\n");
-	exit(2);
+	*layout = settings_layout;
+	return settings_valid;
 }
 
 bool
 FlakeMaySetUp(void)
 {
-	return false;
+	return may_set_up;
 }
+
+static bool preloaded = true;
 
 bool
 FlakePreloaded(void)
 {
-	return true;
+	return preloaded;
 }
+
+/* what reading the state file finds */
+static FlakeFileStatus file_found = FLAKE_FILE_MISSING;
+static FlakeLease file_lease;
+static int	file_read_errno;
 
 FlakeFileStatus
 FlakeStateFileRead(FlakeLease *lease, uint64 *serial)
 {
-	(void) lease;
-	(void) serial;
-	return FLAKE_FILE_MISSING;
+	if (file_found == FLAKE_FILE_OK)
+	{
+		*lease = file_lease;
+		*serial = 5;
+	}
+	errno = file_read_errno;
+	return file_found;
 }
 
 /* the state file: whether writes fail, and what was written last */
@@ -261,27 +292,28 @@ GetUserId(void)
 	return InvalidOid;
 }
 
+static bool monitor_role = true;
+
 bool
 has_privs_of_role(Oid member, Oid role)
 {
 	(void) member;
-	(void) role;
-	return true;
+	return role == ROLE_PG_MONITOR && monitor_role;
 }
 
 void
 RequestAddinShmemSpace(Size size)
 {
-	(void) size;
+	space_requested = size;
 }
 
 void *
 ShmemInitStruct(const char *name, Size size, bool *foundPtr)
 {
-	(void) name;
-	(void) size;
-	(void) foundPtr;
-	return NULL;
+	if (strcmp(name, "flakeid") != 0 || size != FlakeShmemSize())
+		bail_out("shared memory asked for under another name or size");
+	*foundPtr = shmem_found;
+	return shared;
 }
 
 Size
@@ -327,6 +359,239 @@ set_up_generator(void)
 	written_serial = 0;
 	stub_nmessages = 0;
 	watching = true;
+}
+
+/*
+ * A generator made (FlakeInitShared()) by a process that may set it up:
+ * node 4, the configured layout a, the state file as given
+ */
+static void
+make_generator(FlakeFileStatus found, const FlakeLease *lease, int err)
+{
+	watching = false;
+	may_set_up = true;
+	settings_layout = layout_a;
+	settings_valid = true;
+	flake_node_id = 4;
+	file_found = found;
+	if (lease)
+		file_lease = *lease;
+	file_read_errno = err;
+	stub_nmessages = 0;
+	FlakeInitShared(shared);
+	may_set_up = false;
+}
+
+/* the generator made and set up: counters at zero, the settings and the file read */
+static void
+check_set_up(void)
+{
+	FlakeLease	lease;
+	bool		zero = true;
+	bool		caught = false;
+	sigjmp_buf	jump;
+
+	/* made by a process that may not set it up: every counter at zero */
+	set_up_generator();
+	watching = false;
+	memset(shared, 0x5a, FlakeShmemSize());
+	stub_nmessages = 0;
+	FlakeInitShared(shared);
+	for (int i = 0; i < shared->nslots; i++)
+		zero = zero && pg_atomic_read_u64(&shared->slots[i].issued) == 0;
+	tap_check(pg_atomic_read_u64(&shared->next_tick) == 0 && pg_atomic_read_u32(&shared->renew_asked) == 0 &&
+			  pg_atomic_read_u64(&shared->lease_end) == 0 && pg_atomic_read_u64(&shared->lease_wanted) == 0 &&
+			  pg_atomic_read_u64(&shared->waits) == 0 && pg_atomic_read_u64(&shared->clock_steps_back) == 0 &&
+			  pg_atomic_read_u64(&shared->worker_launched_at) == 0 &&
+			  pg_atomic_read_u64(&shared->file_writes) == 0 &&
+			  pg_atomic_read_u64(&shared->promotion_floor) == 0 &&
+			  shared->nslots == FlakeSlotCount() && zero && !shared->set_up &&
+			  shared->worker_latch == NULL &&
+			  FlakeWordStatus(pg_atomic_read_u32(&shared->word)) == FLAKE_GEN_NOT_SET_UP &&
+			  stub_nmessages == 0,
+			  "a generator made by a process that may not set it up: not set up, every counter and slot at zero",
+			  "next %llu, lease end %llu, waits %llu, writes %llu, %d slots, set up %d, status %d",
+			  (unsigned long long) pg_atomic_read_u64(&shared->next_tick),
+			  (unsigned long long) pg_atomic_read_u64(&shared->lease_end),
+			  (unsigned long long) pg_atomic_read_u64(&shared->waits),
+			  (unsigned long long) pg_atomic_read_u64(&shared->file_writes), shared->nslots,
+			  shared->set_up, (int) FlakeWordStatus(pg_atomic_read_u32(&shared->word)));
+
+	/* set up at once by one that may: no file, IDs from the clock */
+	make_generator(FLAKE_FILE_MISSING, NULL, ENOENT);
+	tap_check(shared->set_up && shared->node_id == 4 && !shared->have_recorded &&
+			  FlakeSameLayout(&shared->layout, &layout_a) &&
+			  FlakeWordStatus(pg_atomic_read_u32(&shared->word)) == FLAKE_GEN_READY &&
+			  stub_count(LOG) == 1 && stub_message_is(0, "flakeid state file \"%s\" not found"),
+			  "made by a process that may set it up, no state file: ready, node 4, the missing file logged",
+			  "set up %d, node %d, status %d, %d messages", shared->set_up, shared->node_id,
+			  (int) FlakeWordStatus(pg_atomic_read_u32(&shared->word)), stub_nmessages);
+	flake_node_id = 9;
+	may_set_up = true;
+	FlakeSetUp(shared);
+	may_set_up = false;
+	tap_check(shared->node_id == 4, "set up again: nothing read again", "node %d", shared->node_id);
+
+	/* a set-up left to the first call */
+	set_up_generator();
+	watching = false;
+	FlakeInitShared(shared);
+	may_set_up = true;
+	settings_layout = layout_a;
+	settings_valid = true;
+	flake_node_id = 9;
+	file_found = FLAKE_FILE_MISSING;
+	FlakeSetUp(shared);
+	may_set_up = false;
+	tap_check(shared->set_up && shared->node_id == 9 &&
+			  FlakeWordStatus(pg_atomic_read_u32(&shared->word)) == FLAKE_GEN_READY,
+			  "a generator not set up: set up by the first call", "set up %d, node %d",
+			  shared->set_up, shared->node_id);
+
+	/* the file's lease, in the configured layout: the floor */
+	FlakeLeaseFill(&lease, &layout_a, 4, 7000, 1);
+	make_generator(FLAKE_FILE_OK, &lease, 0);
+	tap_check(shared->have_recorded && shared->recorded.lease_end == 7000 && shared->serial == 5 &&
+			  pg_atomic_read_u64(&shared->next_tick) == FlakeTickOfMs(&layout_a, 7000) &&
+			  pg_atomic_read_u64(&shared->lease_end) == 7000 && stub_nmessages == 0 &&
+			  FlakeWordStatus(pg_atomic_read_u32(&shared->word)) == FLAKE_GEN_READY,
+			  "the state file's lease: recorded, the next ID at its end, nothing logged",
+			  "recorded %d, end %lld, next %llu, %d messages", shared->have_recorded,
+			  (long long) shared->recorded.lease_end,
+			  (unsigned long long) pg_atomic_read_u64(&shared->next_tick), stub_nmessages);
+
+	/* a lease of another layout: decoded with it, generation refused, logged */
+	FlakeLeaseFill(&lease, &layout_b, 4, 7000, 1);
+	make_generator(FLAKE_FILE_OK, &lease, 0);
+	tap_check(FlakeSameLayout(&shared->layout, &layout_b) &&
+			  FlakeWordStatus(pg_atomic_read_u32(&shared->word)) == FLAKE_GEN_LAYOUT_CHANGED &&
+			  stub_count(LOG) == 1 && stub_message_is(0, "flakeid layout differs from the one recorded"),
+			  "a state file of another layout: its layout kept, generation refused, logged",
+			  "status %d, %d messages", (int) FlakeWordStatus(pg_atomic_read_u32(&shared->word)),
+			  stub_nmessages);
+	watching = false;
+	may_set_up = true;
+	settings_layout = layout_a;
+	settings_valid = false;
+	flake_node_id = 4;
+	file_found = FLAKE_FILE_OK;
+	stub_nmessages = 0;
+	FlakeInitShared(shared);
+	may_set_up = false;
+	tap_check(stub_nmessages == 0 &&
+			  FlakeWordStatus(pg_atomic_read_u32(&shared->word)) == FLAKE_GEN_LAYOUT_INVALID,
+			  "... with a layout setting rejected: that status, and no layout change logged",
+			  "status %d, %d messages", (int) FlakeWordStatus(pg_atomic_read_u32(&shared->word)),
+			  stub_nmessages);
+
+	/* a damaged or unreadable file: logged, nothing generated */
+	make_generator(FLAKE_FILE_DAMAGED, NULL, 0);
+	tap_check(FlakeWordStatus(pg_atomic_read_u32(&shared->word)) == FLAKE_GEN_FILE_DAMAGED &&
+			  stub_count(LOG) == 1 && stub_message_is(0, "flakeid state file \"%s\" is damaged"),
+			  "a damaged state file: logged, nothing generated", "status %d, %d messages",
+			  (int) FlakeWordStatus(pg_atomic_read_u32(&shared->word)), stub_nmessages);
+	make_generator(FLAKE_FILE_UNREADABLE, NULL, EACCES);
+	tap_check(FlakeWordStatus(pg_atomic_read_u32(&shared->word)) == FLAKE_GEN_FILE_UNREADABLE &&
+			  shared->file_errno == EACCES && stub_count(LOG) == 1 &&
+			  strcmp(stub_text[0], "could not read flakeid state file \"flakeid.state\": Permission denied; IDs will not be generated") == 0,
+			  "an unreadable state file: logged with its error, nothing generated",
+			  "status %d, errno %d: %s", (int) FlakeWordStatus(pg_atomic_read_u32(&shared->word)),
+			  shared->file_errno, stub_text[0]);
+
+	/* the server-wide figures are for monitoring roles */
+	monitor_role = true;
+	FlakeCheckMonitor("flakeid_status");
+	monitor_role = false;
+	PG_exception_stack = &jump;
+	if (sigsetjmp(jump, 0) == 0)
+		FlakeCheckMonitor("flakeid_status");
+	else
+		caught = true;
+	PG_exception_stack = NULL;
+	monitor_role = true;
+	tap_check(caught && stub_error_code == ERRCODE_INSUFFICIENT_PRIVILEGE,
+			  "a role without pg_monitor's privileges: refused (42501)", "caught %d", caught);
+	flake_node_id = FLAKE_NODE_UNSET;
+}
+
+/* the hooks that came before flakeid's, which it calls first */
+static int	earlier_requests;
+static int	earlier_startups;
+
+static void
+earlier_request(void)
+{
+	earlier_requests++;
+}
+
+static void
+earlier_startup(void)
+{
+	earlier_startups++;
+}
+
+/* preloaded: shared memory asked for and made at startup, once; a slot a process */
+static void
+check_startup(void)
+{
+	FlakeSlot  *slot;
+
+	shmem_request_hook = earlier_request;
+	shmem_startup_hook = earlier_startup;
+	preloaded = false;
+	FlakeShmemInit();
+	tap_check(shmem_request_hook == earlier_request && shmem_startup_hook == earlier_startup,
+			  "not preloaded: no shared memory hooks", "they were installed");
+	preloaded = true;
+	FlakeShmemInit();
+	tap_check(shmem_request_hook == FlakeShmemRequest && shmem_startup_hook == FlakeShmemStartup,
+			  "preloaded: flakeid's shared memory hooks installed", "they were not");
+	shmem_request_hook();
+	tap_check(earlier_requests == 1 && space_requested == FlakeShmemSize(),
+			  "the request hook calls the earlier one and asks for the generator's size",
+			  "%d earlier calls, %zu asked for", earlier_requests, (size_t) space_requested);
+	watching = false;
+	memset(shared, 0x5a, FlakeShmemSize());
+	shmem_found = false;
+	flake_shared = NULL;
+	shmem_startup_hook();
+	tap_check(earlier_startups == 1 && flake_shared == shared &&
+			  shared->nslots == MaxBackends + NUM_AUXILIARY_PROCS + max_prepared_xacts &&
+			  pg_atomic_read_u64(&shared->next_tick) == 0,
+			  "the startup hook calls the earlier one and makes the generator, a slot for each process and prepared transaction",
+			  "%d earlier calls, attached %d, %d slots", earlier_startups, flake_shared == shared,
+			  shared->nslots);
+	shared->nslots = 77;
+	shmem_found = true;
+	shmem_startup_hook();
+	tap_check(shared->nslots == 77 && earlier_startups == 2,
+			  "a generator that exists already: not made again", "%d slots", shared->nslots);
+	shared->nslots = FlakeSlotCount();
+	tap_check(FlakeAttach() == shared, "preloaded: a process attaches to it", "it did not");
+
+#if PG_VERSION_NUM >= 170000
+	MyProcNumber = 2;
+#else
+	{
+		static PGPROC proc;
+
+		proc.pgprocno = 2;
+		MyProc = &proc;
+	}
+#endif
+	my_slot = NULL;
+	slot = FlakeMySlot();
+#if PG_VERSION_NUM >= 170000
+	MyProcNumber = 3;
+#else
+	MyProc->pgprocno = 3;
+#endif
+	tap_check(slot == &shared->slots[2] && FlakeMySlot() == slot,
+			  "a process's slot is its process number's, found once",
+			  "slot %ld", slot ? (long) (slot - shared->slots) : -1L);
+	my_slot = NULL;
+	shmem_request_hook = NULL;
+	shmem_startup_hook = NULL;
 }
 
 /* The facts that stop generation, first cause first, and their status. */
@@ -771,5 +1036,7 @@ main(void)
 	FlakeAdoptNode(shared, 1);
 	tap_check(nseen == 0, "the same node id again publishes nothing", "%d publications", nseen);
 
+	check_set_up();
+	check_startup();
 	return tap_done();
 }

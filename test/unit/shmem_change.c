@@ -498,6 +498,17 @@ check_set_up(void)
 			  "status %d, errno %d: %s", (int) FlakeWordStatus(pg_atomic_read_u32(&shared->word)),
 			  shared->file_errno, stub_text[0]);
 
+	/* the newest lease known, or none */
+	FlakeLeaseFill(&lease, &layout_a, 4, 7000, 1);
+	make_generator(FLAKE_FILE_OK, &lease, 0);
+	memset(&lease, 0, sizeof(lease));
+	tap_check(FlakeRecordedLease(shared, &lease) && lease.lease_end == 7000 && lease.node_id == 4,
+			  "the newest lease known: the state file's", "end %lld", (long long) lease.lease_end);
+	make_generator(FLAKE_FILE_MISSING, NULL, ENOENT);
+	memset(&lease, 0x33, sizeof(lease));
+	tap_check(!FlakeRecordedLease(shared, &lease) && lease.lease_end == (int64) 0x3333333333333333,
+			  "no lease known: none, and nothing written", "end %lld", (long long) lease.lease_end);
+
 	/* the server-wide figures are for monitoring roles */
 	monitor_role = true;
 	FlakeCheckMonitor("flakeid_status");

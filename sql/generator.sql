@@ -67,7 +67,11 @@ FROM generate_series(1, 3) g CROSS JOIN LATERAL nextflakes(2 + 0 * g) AS id;
 SELECT count(*) AS ids, count(DISTINCT id) AS distinct_ids
 FROM generate_series(1, 3) g CROSS JOIN LATERAL nextflakes(2) AS id;
 SELECT count(*) FROM nextflakes(0);
-SELECT count(*) FROM nextflakes(1);
+-- one ID: above the one before it, of this node
+CREATE TEMP TABLE one_before AS SELECT nextflake() AS id;
+SELECT count(*) AS ids, bool_and(x > (SELECT id FROM one_before)) AS above,
+	bool_and(flakeid_node(x) = current_setting('flakeid.node_id')::int) AS this_node
+FROM nextflakes(1) AS x;
 SELECT * FROM nextflakes(-1);
 SELECT * FROM nextflakes(NULL);
 

@@ -106,6 +106,9 @@ else
 	}
 	fails_with($node, 'SELECT flakeid_accept_layout()', '55000',
 		'flakeid_accept_layout()');
+	# no IDs asked for, no generator needed
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM nextflakes(0)'), '0',
+		'nextflakes(0): no rows, and no error');
 
 	# a DO block sees the same SQLSTATE
 	my ($ret, $out, $err) = $node->psql('postgres',

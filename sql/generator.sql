@@ -145,3 +145,9 @@ FROM pg_proc
 WHERE proname IN ('nextflake', 'nextflakes', 'flakeid_timestamp', 'flakeid_node',
 	'flakeid_sequence', 'flakeid_decode', 'flakeid_from_timestamp')
 ORDER BY proname;
+
+-- a batch too large for flakeid.max_lead, as a new session's first call,
+-- before it has learnt the layout: one ID more than 5000 ms hold at 4096
+-- a millisecond
+\c
+SELECT count(*) FROM nextflakes(20480001);

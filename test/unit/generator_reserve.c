@@ -45,16 +45,6 @@ static bool other_then_swap(volatile pg_atomic_uint64 *ptr, uint64 *expected, ui
 #include "../../src/generator.c"
 #include "tap.h"
 
-/* never called: nextflakes() and flakeid_status() build tuples */
-#pragma weak HeapTupleHeaderGetDatum
-#pragma weak MemoryContextAllocZero
-#pragma weak cstring_to_text
-#pragma weak end_MultiFuncCall
-#pragma weak get_call_result_type
-#pragma weak heap_form_tuple
-#pragma weak init_MultiFuncCall
-#pragma weak per_MultiFuncCall
-#pragma weak superuser
 
 /* the settings that src/generator.c reads */
 int			flake_cache = 1;
@@ -545,11 +535,122 @@ FlakeReportForeignSetting(void)
 			 errmsg("a layout setting given from elsewhere")));
 }
 
+/* a monitoring function checks who calls it: counted here */
+static int	monitor_checks;
+
 void
 FlakeCheckMonitor(const char *function)
 {
-	(void) function;
-	bail("a monitoring function was called");
+	if (strcmp(function, "flakeid_status") != 0)
+		bail("a monitoring function checked for another's name");
+	monitor_checks++;
+}
+
+/* the shared generator with room for four processes' slots */
+#define STATUS_SLOTS 4
+#define SHARED_SIZE \
+	TYPEALIGN(PG_CACHE_LINE_SIZE, \
+			  offsetof(FlakeShared, slots) + STATUS_SLOTS * sizeof(FlakeSlot))
+
+/* is the role that calls nextflakes() a superuser */
+static bool is_superuser;
+
+bool
+superuser(void)
+{
+	return is_superuser;
+}
+
+/*
+ * A set-returning call, as the executor makes it: the context that lives
+ * across its calls, and how often it ended.
+ */
+static int	srf_ends;
+
+void *
+MemoryContextAllocZero(MemoryContext context, Size size)
+{
+	(void) context;
+	return calloc(1, size);
+}
+
+FuncCallContext *
+init_MultiFuncCall(PG_FUNCTION_ARGS)
+{
+	FuncCallContext *ctx;
+
+	if (fcinfo->flinfo->fn_extra != NULL)
+		bail("a set-returning call began twice");
+	ctx = calloc(1, sizeof(FuncCallContext));
+	fcinfo->flinfo->fn_extra = ctx;
+	return ctx;
+}
+
+FuncCallContext *
+per_MultiFuncCall(PG_FUNCTION_ARGS)
+{
+	return (FuncCallContext *) fcinfo->flinfo->fn_extra;
+}
+
+void
+end_MultiFuncCall(PG_FUNCTION_ARGS, FuncCallContext *funcctx)
+{
+	if (fcinfo->flinfo->fn_extra != funcctx)
+		bail("a set-returning call ended with another's context");
+	free(funcctx);
+	fcinfo->flinfo->fn_extra = NULL;
+	srf_ends++;
+}
+
+/* flakeid_status()'s row: the columns it is given, the values it forms */
+static TupleDesc status_desc;
+static TypeFuncClass status_class = TYPEFUNC_COMPOSITE;
+static int	formed_natts;
+static Datum formed_values[16];
+static bool formed_nulls[16];
+static HeapTupleData formed_tuple;
+
+TypeFuncClass
+get_call_result_type(FunctionCallInfo fcinfo, Oid *resultTypeId, TupleDesc *resultTupleDesc)
+{
+	(void) fcinfo;
+	if (resultTypeId != NULL)
+		bail("flakeid_status() asked for its type's oid");
+	*resultTupleDesc = status_desc;
+	return status_class;
+}
+
+#if PG_VERSION_NUM >= 170000
+HeapTuple
+heap_form_tuple(TupleDesc tupleDescriptor, const Datum *values, const bool *isnull)
+#else
+HeapTuple
+heap_form_tuple(TupleDesc tupleDescriptor, Datum *values, bool *isnull)
+#endif
+{
+	if (tupleDescriptor != status_desc || tupleDescriptor->natts > 16)
+		bail("a row formed with another descriptor");
+	formed_natts = tupleDescriptor->natts;
+	memcpy(formed_values, values, formed_natts * sizeof(Datum));
+	memcpy(formed_nulls, isnull, formed_natts * sizeof(bool));
+	return &formed_tuple;
+}
+
+Datum
+HeapTupleHeaderGetDatum(HeapTupleHeader tuple)
+{
+	return PointerGetDatum(tuple);
+}
+
+text *
+cstring_to_text(const char *s)
+{
+	size_t		len = strlen(s);
+	text	   *t = malloc(VARHDRSZ + len);
+
+	SET_VARSIZE(t, VARHDRSZ + len);
+	memcpy(VARDATA(t), s, len);
+	return t;
 }
 
 static const int64 start_ms = INT64CONST(100000000);
@@ -561,9 +662,8 @@ static void
 set_up(void)
 {
 	if (shared == NULL)
-		shared = aligned_alloc(PG_CACHE_LINE_SIZE,
-							   TYPEALIGN(PG_CACHE_LINE_SIZE, sizeof(FlakeShared)));
-	memset(shared, 0, sizeof(FlakeShared));
+		shared = aligned_alloc(PG_CACHE_LINE_SIZE, SHARED_SIZE);
+	memset(shared, 0, SHARED_SIZE);
 	set_clock_ms(start_ms);
 	mono_ns = INT64CONST(1000000000000);
 	step_ns = 0;
@@ -582,6 +682,10 @@ set_up(void)
 	pg_atomic_init_u64(&shared->confirm.checked, 0);
 	shared->worker_latch = (Latch *) &slot;
 	pg_atomic_init_u64(&slot.issued, 0);
+	for (int i = 0; i < STATUS_SLOTS; i++)
+		pg_atomic_init_u64(&shared->slots[i].issued, 0);
+	is_superuser = false;
+	flake_max_batch = 1000000;
 
 	my_word = 0;
 	ids_ahead = false;
@@ -1654,6 +1758,472 @@ check_cache(void)
 			  (unsigned long long) pg_atomic_read_u64(&slot.issued));
 }
 
+/* one nextflakes(n) as the executor runs it, the rows fetched up to stop */
+static int64 batch_ids[64];
+static int	batch_rows;
+static bool batch_ended;
+
+static bool
+fetch_batch(int32 n, int stop)
+{
+	FmgrInfo	flinfo;
+	ReturnSetInfo rsi;
+	sigjmp_buf	jump;
+
+	LOCAL_FCINFO(fcinfo, 1);
+
+	memset(&flinfo, 0, sizeof(flinfo));
+	memset(&rsi, 0, sizeof(rsi));
+	rsi.type = T_ReturnSetInfo;
+	fcinfo->flinfo = &flinfo;
+	fcinfo->resultinfo = (Node *) &rsi;
+	fcinfo->nargs = 1;
+	fcinfo->args[0].value = Int32GetDatum(n);
+	fcinfo->args[0].isnull = false;
+	batch_rows = 0;
+	batch_ended = false;
+	error_fmt = NULL;
+	on_error = &jump;
+	if (sigsetjmp(jump, 0) == 0)
+	{
+		while (batch_rows < stop)
+		{
+			Datum		d;
+
+			fcinfo->isnull = false;
+			d = nextflakes(fcinfo);
+			if (rsi.isDone == ExprEndResult)
+			{
+				batch_ended = fcinfo->isnull && flinfo.fn_extra == NULL;
+				break;
+			}
+			if (rsi.isDone != ExprMultipleResult || fcinfo->isnull)
+				bail("nextflakes() returned a row that is not one");
+			if (batch_rows < (int) lengthof(batch_ids))
+				batch_ids[batch_rows] = DatumGetInt64(d);
+			batch_rows++;
+		}
+		on_error = NULL;
+		return true;
+	}
+	on_error = NULL;
+	return false;
+}
+
+/* the tick an ID was made of */
+static uint64
+id_tick(int64 id)
+{
+	return FlakeTickOfMs(&layout, FlakeMs(id)) + (uint64) FlakeSeq(&layout, id);
+}
+
+/* the rows of a batch rise one tick at a time, above after, of node 5 */
+static bool
+batch_follows(int64 after)
+{
+	for (int i = 0; i < batch_rows && i < (int) lengthof(batch_ids); i++)
+	{
+		int64		id = batch_ids[i];
+
+		if (FlakeNode(&layout, id) != 5)
+			return false;
+		if (i == 0 ? id <= after :
+			id_tick(id) != id_tick(batch_ids[i - 1]) + 1)
+			return false;
+	}
+	return true;
+}
+
+/* nextflakes(): its size checks, its rows, and what it learns first */
+static void
+check_batches(void)
+{
+	int64		id,
+				last;
+	uint64		issued,
+				next;
+	bool		ok;
+
+	set_up();
+	ok = fetch_batch(-1, 10);
+	tap_check(!ok && failed_with("number of flakeid values must not be negative",
+								 ERRCODE_INVALID_PARAMETER_VALUE),
+			  "nextflakes(-1): refused", "error %s", error_fmt ? error_fmt : "none");
+
+	/* no IDs: no row, and nothing asked of the generator */
+	set_up();
+	pg_atomic_write_u32(&shared->word, FlakeWord(gen, FLAKE_GEN_NOT_SET_UP, 5));
+	srf_ends = 0;
+	ok = fetch_batch(0, 10);
+	tap_check(ok && batch_rows == 0 && batch_ended && srf_ends == 1 && setups == 0 &&
+			  my_word == 0,
+			  "nextflakes(0): no row, the generator not set up",
+			  "ok %d, %d rows, ended %d, %d set-ups", ok, batch_rows, batch_ended, setups);
+
+	/* after a nextflake(), n rows one tick apart, counted once */
+	set_up();
+	done = take(&id);
+	issued = pg_atomic_read_u64(&slot.issued);
+	srf_ends = 0;
+	ok = fetch_batch(5, 10);
+	tap_check(done && ok && batch_rows == 5 && batch_ended && srf_ends == 1 &&
+			  batch_follows(id) &&
+			  pg_atomic_read_u64(&slot.issued) == issued + 5 &&
+			  pg_atomic_read_u64(&shared->next_tick) == (uint64) id_tick(batch_ids[4]) + 1,
+			  "nextflakes(5): five rows rising from the ID before, counted",
+			  "ok %d, %d rows, ended %d, issued %llu", ok, batch_rows, batch_ended,
+			  (unsigned long long) (pg_atomic_read_u64(&slot.issued) - issued));
+	done = take(&last);
+	tap_check(done && last > batch_ids[4], "a nextflake() after a batch: above it",
+			  "%lld after %lld", (long long) last, (long long) batch_ids[4]);
+
+	/* with flakeid.cache, the block before a batch gives no ID after it */
+	set_up();
+	flake_cache = 16;
+	done = take(&id);
+	ok = fetch_batch(3, 10);
+	done = done && take(&last);
+	tap_check(done && ok && batch_rows == 3 && batch_follows(id) && last > batch_ids[2],
+			  "flakeid.cache: a batch above the block's ID, the next call above the batch",
+			  "%lld, batch from %lld to %lld, then %lld", (long long) id,
+			  (long long) batch_ids[0], (long long) batch_ids[2], (long long) last);
+
+	/* flakeid.max_batch, for a role without superuser only */
+	set_up();
+	flake_max_batch = 4;
+	ok = fetch_batch(4, 10);
+	tap_check(ok && batch_rows == 4, "flakeid.max_batch = 4: nextflakes(4) allowed",
+			  "error %s", error_fmt ? error_fmt : "none");
+	next = pg_atomic_read_u64(&shared->next_tick);
+	ok = fetch_batch(5, 10);
+	tap_check(!ok && failed_with("cannot reserve %d flakeid values in one call",
+								 ERRCODE_PROGRAM_LIMIT_EXCEEDED) &&
+			  strcmp(error_detail, "flakeid.max_batch allows roles without superuser at most 4 per call.") == 0 &&
+			  pg_atomic_read_u64(&shared->next_tick) == next,
+			  "flakeid.max_batch = 4: nextflakes(5) refused before it reserves",
+			  "error %s: %s", error_fmt ? error_fmt : "none", error_detail);
+	is_superuser = true;
+	ok = fetch_batch(5, 10);
+	tap_check(ok && batch_rows == 5, "flakeid.max_batch = 4: a superuser's nextflakes(5) allowed",
+			  "error %s", error_fmt ? error_fmt : "none");
+
+	/* flakeid.max_lead bounds a batch: per_ms() IDs a millisecond */
+	set_up();
+	flake_max_lead_ms = 2;
+	ok = fetch_batch((int32) (2 * per_ms()), 1);
+	tap_check(ok && batch_rows == 1, "flakeid.max_lead = 2ms: a batch of two milliseconds allowed",
+			  "error %s: %s", error_fmt ? error_fmt : "none", error_detail);
+	next = pg_atomic_read_u64(&shared->next_tick);
+	ok = fetch_batch((int32) (2 * per_ms() + 1), 1);
+	tap_check(!ok && failed_with("cannot reserve %d flakeid values in one call",
+								 ERRCODE_PROGRAM_LIMIT_EXCEEDED) &&
+			  strcmp(error_detail, "With flakeid.node_bits = 10 a node makes 4096 IDs per millisecond, "
+					 "and flakeid.max_lead (2 ms) allows at most 8192 at once.") == 0 &&
+			  pg_atomic_read_u64(&shared->next_tick) == next,
+			  "flakeid.max_lead = 2ms: one ID more refused before it reserves",
+			  "error %s: %s", error_fmt ? error_fmt : "none", error_detail);
+
+	/*
+	 * Not preloaded, the layout settings reloaded since the last call: the
+	 * batch checks them first, as nextflake() does, whatever its size.
+	 */
+	set_up();
+	layout_fixed = false;
+	ok = fetch_batch(1, 10);
+	settings_layout.node_bits = 12;
+	flake_layout_settings_gen++;
+	next = pg_atomic_read_u64(&shared->next_tick);
+	done = fetch_batch(1, 10);
+	tap_check(ok && !done &&
+			  failed_with("flakeid layout settings changed while the server was running",
+						  ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE) &&
+			  pg_atomic_read_u64(&shared->next_tick) == next,
+			  "not preloaded, flakeid.node_bits reloaded after a batch: the next refused",
+			  "first %d, error %s", ok, error_fmt ? error_fmt : "none");
+	flake_max_lead_ms = 2;
+	done = fetch_batch((int32) (2 * per_ms() + 1), 1);
+	tap_check(!done &&
+			  failed_with("flakeid layout settings changed while the server was running",
+						  ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			  "and a batch too large for flakeid.max_lead: refused for the settings first",
+			  "error %s", error_fmt ? error_fmt : "none");
+	flake_max_lead_ms = 5000;
+	settings_layout.node_bits = 10;
+	flake_layout_settings_gen++;
+	ok = fetch_batch(1, 10);
+	tap_check(ok && batch_rows == 1, "the setting restored and reloaded: a batch again",
+			  "error %s", error_fmt ? error_fmt : "none");
+
+	/* another node id since the last batch: the next carries it */
+	pg_atomic_write_u32(&shared->word, FlakeWord(FlakeWordGen(pg_atomic_read_u32(&shared->word)) % 255 + 1,
+												 FLAKE_GEN_READY, 6));
+	ok = fetch_batch(2, 10);
+	tap_check(ok && batch_rows == 2 && FlakeNode(&layout, batch_ids[0]) == 6 &&
+			  FlakeNode(&layout, batch_ids[1]) == 6,
+			  "node id 6 since the last batch: the next of node 6",
+			  "error %s", error_fmt ? error_fmt : "none");
+
+	/*
+	 * The generator's layout is not the one this process last learnt (a
+	 * layout accepted after a restart, say): the size check reads the
+	 * generator's, whose millisecond holds fewer IDs.
+	 */
+	set_up();
+	shared->layout.node_bits = 12;
+	shared->configured.node_bits = 12;
+	settings_layout.node_bits = 12;
+	flake_max_lead_ms = 2;
+	next = pg_atomic_read_u64(&shared->next_tick);
+	ok = fetch_batch((int32) (2 * per_ms() / 4 + 1), 1);
+	tap_check(!ok && failed_with("cannot reserve %d flakeid values in one call",
+								 ERRCODE_PROGRAM_LIMIT_EXCEEDED) &&
+			  pg_atomic_read_u64(&shared->next_tick) == next,
+			  "a layout of 12 node bits since this process's last call: 2049 IDs refused in 2 ms",
+			  "error %s: %s", error_fmt ? error_fmt : "none", error_detail);
+	ok = fetch_batch((int32) (2 * per_ms() / 4), 1);
+	tap_check(ok && batch_rows == 1, "and 2048 allowed", "error %s: %s",
+			  error_fmt ? error_fmt : "none", error_detail);
+
+	/* a process's first call: it knows no layout yet */
+	set_up();
+	memset(&my_layout, 0, sizeof(my_layout));
+	flake_max_lead_ms = 2;
+	ok = fetch_batch((int32) (2 * per_ms() + 1), 1);
+	tap_check(!ok && failed_with("cannot reserve %d flakeid values in one call",
+								 ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			  "a process's first call: 8193 IDs refused in 2 ms by the generator's layout",
+			  "error %s: %s", error_fmt ? error_fmt : "none", error_detail);
+}
+
+/* flakeid_status()'s columns, in the order of its SQL definition */
+static const char *const status_columns[] = {
+	"state", "node_id", "node_bits", "epoch", "last_id", "last_time",
+	"lead_ms", "lease_end", "issued", "waits", "clock_steps_back", "started"
+};
+
+static TupleDesc
+make_desc(const char *const *names, int n)
+{
+	struct TupleDescData probe;
+	TupleDesc	desc;
+
+	probe.natts = n;
+	desc = calloc(1, TupleDescSize(&probe));
+	desc->natts = n;
+	for (int i = 0; i < n; i++)
+		snprintf(NameStr(TupleDescAttr(desc, i)->attname), NAMEDATALEN, "%s", names[i]);
+	return desc;
+}
+
+/* one flakeid_status(): false on an ERROR */
+static bool
+call_status(void)
+{
+	sigjmp_buf	jump;
+
+	LOCAL_FCINFO(fcinfo, 0);
+
+	formed_natts = -1;
+	error_fmt = NULL;
+	on_error = &jump;
+	if (sigsetjmp(jump, 0) == 0)
+	{
+		(void) flakeid_status(fcinfo);
+		on_error = NULL;
+		return formed_natts == status_desc->natts;
+	}
+	on_error = NULL;
+	return false;
+}
+
+/* the value of a column of the row formed; null shown by *isnull */
+static Datum
+column(const char *name, bool *isnull)
+{
+	for (int i = 0; i < status_desc->natts; i++)
+		if (strcmp(NameStr(TupleDescAttr(status_desc, i)->attname), name) == 0)
+		{
+			*isnull = formed_nulls[i];
+			return formed_values[i];
+		}
+	bail("no such column");
+	return (Datum) 0;
+}
+
+static bool
+column_is(const char *name, int64 value)
+{
+	bool		isnull;
+	Datum		d = column(name, &isnull);
+
+	return !isnull && DatumGetInt64(d) == value;
+}
+
+static bool
+column_null(const char *name)
+{
+	bool		isnull;
+
+	(void) column(name, &isnull);
+	return isnull;
+}
+
+static bool
+state_is(const char *want)
+{
+	bool		isnull;
+	text	   *t = (text *) DatumGetPointer(column("state", &isnull));
+
+	return !isnull && VARSIZE_ANY_EXHDR(t) == strlen(want) &&
+		memcmp(VARDATA_ANY(t), want, strlen(want)) == 0;
+}
+
+/* what flakeid_status() shows, from the shared state */
+static void
+check_status(void)
+{
+	static const struct
+	{
+		FlakeStatus status;
+		const char *name;
+	}			names[] = {
+		{FLAKE_GEN_CHANGING, "changing"},
+		{FLAKE_GEN_NOT_SET_UP, "not set up"},
+		{FLAKE_GEN_NODE_UNSET, "node id not set"},
+		{FLAKE_GEN_LAYOUT_CHANGED, "layout changed"},
+		{FLAKE_GEN_LAYOUT_INVALID, "layout setting invalid"},
+		{FLAKE_GEN_FILE_DAMAGED, "state file damaged"},
+		{FLAKE_GEN_FILE_UNREADABLE, "state file unreadable"},
+		{FLAKE_GEN_FILE_BEHIND, "state file behind"},
+	};
+	const char *reversed[lengthof(status_columns)];
+	int64		now_ms;
+	uint64		tick;
+	bool		ok;
+
+	status_desc = make_desc(status_columns, lengthof(status_columns));
+
+	/* no ID yet: the figures of the last ID are null */
+	set_up();
+	shared->nslots = 3;
+	shared->node_id = 5;
+	shared->started = 123456789;
+	pg_atomic_write_u64(&shared->waits, 7);
+	pg_atomic_write_u64(&shared->clock_steps_back, 2);
+	monitor_checks = 0;
+	ok = call_status();
+	tap_check(ok && monitor_checks == 1 && state_is("ready") && column_is("node_id", 5) &&
+			  column_is("node_bits", 10) &&
+			  column_is("epoch", (layout.epoch_ms - INT64CONST(946684800000)) * 1000) &&
+			  column_null("last_id") && column_null("last_time") && column_null("lead_ms") &&
+			  column_is("lease_end", FlakeTimestamp(&layout, start_ms + FLAKE_LEASE_MS)) &&
+			  column_is("issued", 0) && column_is("waits", 7) &&
+			  column_is("clock_steps_back", 2) && column_is("started", 123456789),
+			  "flakeid_status() before any ID: ready, its counters, no last ID",
+			  "ok %d, %d checks, error %s", ok, monitor_checks, error_fmt ? error_fmt : "none");
+
+	/* IDs of three processes; the last 300 ms ahead of the clock */
+	now_ms = clock_ms();
+	pg_atomic_write_u64(&shared->slots[0].issued, 1);
+	pg_atomic_write_u64(&shared->slots[1].issued, 2);
+	pg_atomic_write_u64(&shared->slots[2].issued, 4);
+	/* memory past the slots holds no count */
+	pg_atomic_write_u64(&shared->slots[3].issued, 1000);
+	tick = FlakeTickOfMs(&layout, now_ms + 300);	/* its millisecond's first */
+	pg_atomic_write_u64(&shared->next_tick, tick + 1);
+	ok = call_status();
+	tap_check(ok && column_is("issued", 7) &&
+			  column_is("last_id", FlakeIdOfTick(&layout, tick, 5)) &&
+			  column_is("last_time", FlakeTimestamp(&layout, now_ms + 300)) &&
+			  column_is("lead_ms", 300),
+			  "IDs of three processes: all counted, none past their slots, the last ID 300 ms ahead",
+			  "ok %d, error %s", ok, error_fmt ? error_fmt : "none");
+	/* the last tick of its millisecond */
+	tick = FlakeTickOfMs(&layout, now_ms + 2) - 1;
+	pg_atomic_write_u64(&shared->next_tick, tick + 1);
+	ok = call_status();
+	tap_check(ok && column_is("last_id", FlakeIdOfTick(&layout, tick, 5)) &&
+			  column_is("last_time", FlakeTimestamp(&layout, now_ms + 1)) &&
+			  column_is("lead_ms", 1),
+			  "the last ID at the end of a millisecond: that millisecond",
+			  "ok %d", ok);
+	/* behind the clock: no lead */
+	pg_atomic_write_u64(&shared->next_tick, FlakeTickOfMs(&layout, now_ms - 40));
+	ok = call_status();
+	tap_check(ok && column_is("lead_ms", 0) &&
+			  column_is("last_time", FlakeTimestamp(&layout, now_ms - 41)),
+			  "the last ID behind the clock: a lead of 0", "ok %d", ok);
+
+	/* one ID, the first tick: shown */
+	pg_atomic_write_u64(&shared->slots[1].issued, 0);
+	pg_atomic_write_u64(&shared->slots[2].issued, 0);
+	pg_atomic_write_u64(&shared->next_tick, 1);
+	ok = call_status();
+	tap_check(ok && column_is("issued", 1) && column_is("last_id", FlakeIdOfTick(&layout, 0, 5)),
+			  "one ID, of the first tick: shown", "ok %d", ok);
+	/* a tick taken but no ID counted yet, or counted before a restart */
+	pg_atomic_write_u64(&shared->slots[0].issued, 0);
+	ok = call_status();
+	tap_check(ok && column_null("last_id") && column_null("lead_ms"),
+			  "ticks taken, no ID counted: no last ID", "ok %d", ok);
+	pg_atomic_write_u64(&shared->slots[2].issued, 3);
+	pg_atomic_write_u64(&shared->next_tick, 0);
+	ok = call_status();
+	tap_check(ok && column_is("issued", 3) && column_null("last_id") &&
+			  column_null("last_time"),
+			  "IDs counted, no tick taken: no last ID", "ok %d", ok);
+
+	/* a node id that the layout cannot hold is null */
+	shared->node_id = 1024;
+	ok = call_status();
+	tap_check(ok && column_null("node_id"), "a node id past the layout: null", "ok %d", ok);
+	shared->node_id = 1023;
+	pg_atomic_write_u32(&shared->word, FlakeWord(gen, FLAKE_GEN_READY, 1023));
+	ok = call_status();
+	tap_check(ok && column_is("node_id", 1023), "node id 1023, the layout's last: shown",
+			  "ok %d", ok);
+
+	/* each state's name */
+	for (int i = 0; i < (int) lengthof(names); i++)
+	{
+		pg_atomic_write_u32(&shared->word, FlakeWord(gen, names[i].status, 5));
+		ok = call_status();
+		tap_check(ok && state_is(names[i].name), names[i].name, "ok %d", ok);
+	}
+	pg_atomic_write_u32(&shared->word, FlakeWord(gen, FLAKE_GEN_READY, 5));
+	shared->lease_failing = true;
+	ok = call_status();
+	tap_check(ok && state_is("lease failing"), "lease failing", "ok %d", ok);
+	in_recovery = true;
+	ok = call_status();
+	tap_check(ok && state_is("recovery"), "recovery, ahead of a failing lease", "ok %d", ok);
+	in_recovery = false;
+
+	/* the columns are found by name, whatever their order */
+	for (int i = 0; i < (int) lengthof(status_columns); i++)
+		reversed[i] = status_columns[lengthof(status_columns) - 1 - i];
+	status_desc = make_desc(reversed, lengthof(status_columns));
+	ok = call_status();
+	tap_check(ok && state_is("lease failing") && column_is("issued", 3) &&
+			  column_is("started", 123456789),
+			  "the columns in another order: each value in its column", "ok %d", ok);
+
+	/* a row type without a column, or none */
+	status_desc = make_desc(status_columns, lengthof(status_columns) - 1);
+	ok = call_status();
+	tap_check(!ok && error_fmt != NULL &&
+			  strcmp(error_fmt, "flakeid_status() has no column \"%s\"") == 0,
+			  "a row type without \"started\": an error", "error %s",
+			  error_fmt ? error_fmt : "none");
+	status_desc = make_desc(status_columns, lengthof(status_columns));
+	status_class = TYPEFUNC_SCALAR;
+	ok = call_status();
+	tap_check(!ok && error_fmt != NULL &&
+			  strcmp(error_fmt, "return type must be a row type") == 0,
+			  "a scalar return type: an error", "error %s", error_fmt ? error_fmt : "none");
+	status_class = TYPEFUNC_COMPOSITE;
+}
+
 int
 main(void)
 {
@@ -1669,5 +2239,7 @@ main(void)
 	check_settings();
 	check_range();
 	check_cache();
+	check_batches();
+	check_status();
 	return tap_done();
 }

@@ -170,25 +170,41 @@ LWLockRegisterTranche(int tranche_id, const char *tranche_name)
 /* PostgreSQL 17 and later: where the generator lives without preloading */
 ProcNumber	MyProcNumber = 0;
 
+/* the segment of the registry, made at the first ask */
+static void *registry_segment = NULL;
+static int	registry_asks = 0;
+
 #if PG_VERSION_NUM >= 190000
 void *
 GetNamedDSMSegment(const char *name, size_t size,
 				   void (*init_callback) (void *ptr, void *arg),
 				   bool *found, void *arg)
 {
-	(void) arg;
 #else
 void *
 GetNamedDSMSegment(const char *name, size_t size,
 				   void (*init_callback) (void *ptr), bool *found)
 {
 #endif
-	(void) name;
-	(void) size;
-	(void) init_callback;
-	(void) found;
-	printf("Bail out! the generator was looked for in the DSM registry\n");
-	exit(2);
+	registry_asks++;
+	if (strcmp(name, "flakeid") != 0 || size != FlakeShmemSize())
+	{
+		printf("Bail out! another segment was asked for\n");
+		exit(2);
+	}
+	*found = registry_segment != NULL;
+	if (!*found)
+	{
+		registry_segment = aligned_alloc(PG_CACHE_LINE_SIZE,
+										 TYPEALIGN(PG_CACHE_LINE_SIZE, size));
+		memset(registry_segment, 0x7f, size);
+#if PG_VERSION_NUM >= 190000
+		init_callback(registry_segment, arg);
+#else
+		init_callback(registry_segment);
+#endif
+	}
+	return registry_segment;
 }
 #endif
 
@@ -603,6 +619,36 @@ check_startup(void)
 	my_slot = NULL;
 	shmem_request_hook = NULL;
 	shmem_startup_hook = NULL;
+
+#ifdef FLAKE_HAVE_DSM_REGISTRY
+	{
+		FlakeShared *preloaded_one = flake_shared;
+		FlakeShared *found;
+
+		/* preloaded, in a process that did not attach: none, not the registry's */
+		flake_shared = NULL;
+		tap_check(FlakeAttach() == NULL && registry_asks == 0,
+				  "preloaded, not attached: no generator, none asked of the registry",
+				  "%d asks", registry_asks);
+
+		/* not preloaded: the registry's segment, made and set up once */
+		preloaded = false;
+		found = FlakeAttach();
+		tap_check(found != NULL && found == registry_segment && registry_asks == 1 &&
+				  found->nslots == FlakeSlotCount() &&
+				  pg_atomic_read_u64(&found->next_tick) == 0,
+				  "not preloaded: the generator in the DSM registry, made and set up",
+				  "%d asks, %d slots", registry_asks, found ? found->nslots : -1);
+		tap_check(FlakeAttach() == found && registry_asks == 1,
+				  "and attached once: not asked for again", "%d asks", registry_asks);
+		flake_shared = NULL;
+		tap_check(FlakeAttach() == found && registry_asks == 2,
+				  "another process: attaches to the segment that exists", "%d asks",
+				  registry_asks);
+		preloaded = true;
+		flake_shared = preloaded_one;
+	}
+#endif
 }
 
 /* The facts that stop generation, first cause first, and their status. */

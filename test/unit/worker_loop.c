@@ -102,7 +102,7 @@ static int32 adopted_node;
 static int	reloads;
 static int	wait_setting_checks;
 static int	renewals;
-static uint64 *renewed_at;		/* the renewal's tick, as the worker keeps it */
+static uint64 first_renewed;	/* the tick the first renewal counts from */
 static int	stand_bys;
 static int	checks;
 static int	off_clock;			/* checks at another time than the clock's */
@@ -246,8 +246,8 @@ void
 FlakeLeaseRenew(FlakeShared *s, uint64 *renewed_tick)
 {
 	(void) s;
-	renewals++;
-	renewed_at = renewed_tick;
+	if (++renewals == 1)
+		first_renewed = *renewed_tick;
 	if (on_renew != NULL)
 		on_renew();
 }
@@ -440,7 +440,7 @@ set_up(void)
 	wait_setting_checks = renewals = stand_bys = checks = broadcasts = off_clock = 0;
 	exit_callback = NULL;
 	adopted_node = -1;
-	renewed_at = NULL;
+	first_renewed = 0;
 	standbys = false;
 	check_rose = false;
 	settings_valid = true;
@@ -514,9 +514,9 @@ check_claim(void)
 			  "code %d, %d set-ups, %d callbacks, latch %s, %d publishes, node %d, %d renewals, %d waits",
 			  code, setups, exit_callbacks, shared.worker_latch == MyLatch ? "mine" : "not mine",
 			  publishes, adopted_node, renewals, waits);
-	tap_check(renewed_at != NULL && *renewed_at == 1000,
+	tap_check(first_renewed == 1000,
 			  "its first renewal counts from the next tick at its start", "%llu",
-			  renewed_at ? (unsigned long long) *renewed_at : 0ULL);
+			  (unsigned long long) first_renewed);
 	pg_atomic_write_u64(&shared.worker_launched_at, 12345);
 	if (exit_callback != NULL)
 		exit_callback(0, (Datum) 0);

@@ -36,6 +36,7 @@ static TimeLineID timeline;
 static bool have_recorded;
 static FlakeLease recorded;
 static bool store_fails;
+static bool store_errors;		/* the write raises an ERROR (out of memory, say) */
 
 /* what the code did */
 static int	nstored;
@@ -88,6 +89,10 @@ FlakeStoreLease(FlakeShared *s, const FlakeLease *lease, bool is_floor)
 		errno = ENOSPC;
 		return false;
 	}
+	if (store_errors)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
 	nstored++;
 	stored = *lease;
 	stored_floor = is_floor;
@@ -297,6 +302,7 @@ set_up(int64 end, int64 next_ms)
 	have_recorded = true;
 	FlakeLeaseFill(&recorded, &layout, 3, end, 1);
 	store_fails = false;
+	store_errors = false;
 	standbys_confirm = false;
 	confirm_checks = 0;
 	nstored = 0;
@@ -612,6 +618,21 @@ check_accept(void)
 			  last_message_is("could not write flakeid state file"),
 			  "the floor not written: the file's error, and another accept may start",
 			  "returned %d, SQLSTATE %d, accepting %d", returned, stub_error_code, shared->accepting);
+
+	/* an error while the floor is written: passed on, the accept over */
+	set_up(101000, -1);
+	configure(12, 0);
+	store_errors = true;
+	returned = accept(&result);
+	tap_check(!returned && stub_error_code == ERRCODE_OUT_OF_MEMORY && !shared->accepting &&
+			  last_message_is("out of memory"),
+			  "an error while the floor is written: that error, and another accept may start",
+			  "returned %d, SQLSTATE %d, accepting %d", returned, stub_error_code, shared->accepting);
+	store_errors = false;
+	returned = accept(&result);
+	tap_check(returned && result && nstored == 1 && stored.node_bits == 12,
+			  "and the next accept succeeds", "returned %d, SQLSTATE %d", returned,
+			  stub_error_code);
 }
 
 int

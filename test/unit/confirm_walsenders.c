@@ -116,8 +116,7 @@ s_lock(volatile slock_t *lock, const char *file, int line, const char *func)
 	(void) file;
 	(void) line;
 	(void) func;
-	printf("Bail out! a WAL sender's spinlock was held\n");
-	exit(2);
+	tap_bail("a WAL sender's spinlock was held");
 }
 
 #define SLOTS	8

@@ -66,12 +66,6 @@ volatile sig_atomic_t InterruptPending = false;
 
 static const FlakeLayout layout = {INT64CONST(1735689600000), 10};
 
-static void
-bail(const char *what)
-{
-	printf("Bail out! %s\n", what);
-	exit(2);
-}
 
 /*
  * The clocks, in ns: the wall clock (each precise read moves both clocks
@@ -214,7 +208,7 @@ errstart(int elevel, const char *domain)
 	if (elevel < ERROR)
 		return false;
 	if (on_error == NULL)
-		bail("an unexpected error was reported");
+		tap_bail("an unexpected error was reported");
 	error_code = 0;
 	error_fmt = NULL;
 	error_message[0] = '\0';
@@ -512,7 +506,7 @@ void
 FlakeEnsureSetUp(FlakeShared *s)
 {
 	if (FlakeWordStatus(pg_atomic_read_u32(&s->word)) != FLAKE_GEN_NOT_SET_UP)
-		bail("the generator was set up again");
+		tap_bail("the generator was set up again");
 	setups++;
 	pg_atomic_write_u32(&s->word,
 						FlakeWord(FlakeWordGen(pg_atomic_read_u32(&s->word)) % 255 + 1,
@@ -542,7 +536,7 @@ void
 FlakeCheckMonitor(const char *function)
 {
 	if (strcmp(function, "flakeid_status") != 0)
-		bail("a monitoring function checked for another's name");
+		tap_bail("a monitoring function checked for another's name");
 	monitor_checks++;
 }
 
@@ -580,7 +574,7 @@ init_MultiFuncCall(PG_FUNCTION_ARGS)
 	FuncCallContext *ctx;
 
 	if (fcinfo->flinfo->fn_extra != NULL)
-		bail("a set-returning call began twice");
+		tap_bail("a set-returning call began twice");
 	ctx = calloc(1, sizeof(FuncCallContext));
 	fcinfo->flinfo->fn_extra = ctx;
 	return ctx;
@@ -596,7 +590,7 @@ void
 end_MultiFuncCall(PG_FUNCTION_ARGS, FuncCallContext *funcctx)
 {
 	if (fcinfo->flinfo->fn_extra != funcctx)
-		bail("a set-returning call ended with another's context");
+		tap_bail("a set-returning call ended with another's context");
 	free(funcctx);
 	fcinfo->flinfo->fn_extra = NULL;
 	srf_ends++;
@@ -615,7 +609,7 @@ get_call_result_type(FunctionCallInfo fcinfo, Oid *resultTypeId, TupleDesc *resu
 {
 	(void) fcinfo;
 	if (resultTypeId != NULL)
-		bail("flakeid_status() asked for its type's oid");
+		tap_bail("flakeid_status() asked for its type's oid");
 	*resultTupleDesc = status_desc;
 	return status_class;
 }
@@ -629,7 +623,7 @@ heap_form_tuple(TupleDesc tupleDescriptor, Datum *values, bool *isnull)
 #endif
 {
 	if (tupleDescriptor != status_desc || tupleDescriptor->natts > 16)
-		bail("a row formed with another descriptor");
+		tap_bail("a row formed with another descriptor");
 	formed_natts = tupleDescriptor->natts;
 	memcpy(formed_values, values, formed_natts * sizeof(Datum));
 	memcpy(formed_nulls, isnull, formed_natts * sizeof(bool));
@@ -1798,7 +1792,7 @@ fetch_batch(int32 n, int stop)
 				break;
 			}
 			if (rsi.isDone != ExprMultipleResult || fcinfo->isnull)
-				bail("nextflakes() returned a row that is not one");
+				tap_bail("nextflakes() returned a row that is not one");
 			if (batch_rows < (int) lengthof(batch_ids))
 				batch_ids[batch_rows] = DatumGetInt64(d);
 			batch_rows++;
@@ -2046,7 +2040,7 @@ column(const char *name, bool *isnull)
 			*isnull = formed_nulls[i];
 			return formed_values[i];
 		}
-	bail("no such column");
+	tap_bail("no such column");
 	return (Datum) 0;
 }
 

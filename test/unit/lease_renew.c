@@ -46,12 +46,6 @@ static int	broadcasts;
 
 static FlakeShared *shared;
 
-static void
-bail(const char *what)
-{
-	printf("Bail out! %s\n", what);
-	exit(2);
-}
 
 int
 clock_gettime(clockid_t clock, struct timespec *ts)
@@ -150,7 +144,7 @@ XLogRecPtr
 FlakeWalLogLease(const FlakeLease *lease)
 {
 	if (!can_log)
-		bail("a lease was logged");
+		tap_bail("a lease was logged");
 	(void) lease;
 	nlogged++;
 	return (XLogRecPtr) (1000 + nlogged);
@@ -161,7 +155,7 @@ FlakeConfirmRecord(FlakeConfirm *c, XLogRecPtr lsn, int64 lease_end)
 {
 	(void) c;
 	if (lsn != (XLogRecPtr) (1000 + nlogged))
-		bail("another record than the one logged was noted");
+		tap_bail("another record than the one logged was noted");
 	noted_end = lease_end;
 }
 
@@ -170,7 +164,7 @@ FlakeConfirmCheck(FlakeConfirm *c, int64 now)
 {
 	(void) c;
 	if (now != clock_ms)
-		bail("the standbys were checked at another time than the clock's");
+		tap_bail("the standbys were checked at another time than the clock's");
 	confirm_checks++;
 	return true;
 }
@@ -206,7 +200,7 @@ void
 FlakeCheckMonitor(const char *function)
 {
 	if (strcmp(function, "flakeid_state_file") != 0)
-		bail("another function was checked");
+		tap_bail("another function was checked");
 	monitor_checks++;
 }
 
@@ -263,7 +257,7 @@ tuplestore_putvalues(Tuplestorestate *state, TupleDesc tdesc,
 	(void) state;
 	(void) tdesc;
 	if (nrows >= FLAKE_FILE_SLOTS)
-		bail("too many rows");
+		tap_bail("too many rows");
 	memcpy(row_values[nrows], values, sizeof(row_values[0]));
 	memcpy(row_nulls[nrows], isnull, sizeof(row_nulls[0]));
 	nrows++;
@@ -273,7 +267,7 @@ void
 pg_re_throw(void)
 {
 	if (PG_exception_stack == NULL)
-		bail("an error was thrown again with no one to catch it");
+		tap_bail("an error was thrown again with no one to catch it");
 	siglongjmp(*PG_exception_stack, 1);
 }
 

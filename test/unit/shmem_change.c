@@ -53,12 +53,6 @@ static FlakeShared *shared;
 static Size space_requested;
 static bool shmem_found;
 
-static void
-bail_out(const char *what)
-{
-	printf("Bail out! %s\n", what);
-	exit(2);
-}
 
 /* What the other process saw after one publication. */
 typedef struct Seen
@@ -84,8 +78,7 @@ other_snapshot(uint32 published)
 
 	if (nseen >= MAX_SEEN)
 	{
-		printf("Bail out! more publications than expected\n");
-		exit(2);
+		tap_bail("more publications than expected");
 	}
 	step = &seen[nseen++];
 	step->published = published;
@@ -129,8 +122,7 @@ pg_usleep(long microsec)
 	(void) microsec;
 	if (!in_other)
 	{
-		printf("Bail out! the changing process itself waited\n");
-		exit(2);
+		tap_bail("the changing process itself waited");
 	}
 	siglongjmp(other_waits, 1);
 }
@@ -189,8 +181,7 @@ GetNamedDSMSegment(const char *name, size_t size,
 	registry_asks++;
 	if (strcmp(name, "flakeid") != 0 || size != FlakeShmemSize())
 	{
-		printf("Bail out! another segment was asked for\n");
-		exit(2);
+		tap_bail("another segment was asked for");
 	}
 	*found = registry_segment != NULL;
 	if (!*found)
@@ -237,8 +228,7 @@ FlakeConfiguredLayout(FlakeLayout *layout, const char **bad_setting)
 {
 	if (!may_set_up)
 	{
-		printf("Bail out! the settings were read\n");
-		exit(2);
+		tap_bail("the settings were read");
 	}
 	(void) bad_setting;
 	*layout = settings_layout;
@@ -327,7 +317,7 @@ void *
 ShmemInitStruct(const char *name, Size size, bool *foundPtr)
 {
 	if (strcmp(name, "flakeid") != 0 || size != FlakeShmemSize())
-		bail_out("shared memory asked for under another name or size");
+		tap_bail("shared memory asked for under another name or size");
 	*foundPtr = shmem_found;
 	return shared;
 }

@@ -218,8 +218,7 @@ make_file(int length)
 	fd = open(FLAKE_STATE_FILE, O_RDWR | O_CREAT, 0600);
 	if (fd < 0 || ftruncate(fd, length) != 0)
 	{
-		printf("Bail out! cannot make the state file\n");
-		exit(2);
+		tap_bail("cannot make the state file");
 	}
 	close(fd);
 }
@@ -231,8 +230,7 @@ put_slot(int offset, const char *buf, int len)
 
 	if (fd < 0 || pwrite(fd, buf, len, offset) != len)
 	{
-		printf("Bail out! cannot write the state file\n");
-		exit(2);
+		tap_bail("cannot write the state file");
 	}
 	close(fd);
 }
@@ -245,8 +243,7 @@ get_slot(int offset, char *buf)
 	memset(buf, 0x55, SIZE);
 	if (fd < 0 || pread(fd, buf, SIZE, offset) != SIZE)
 	{
-		printf("Bail out! cannot read the state file\n");
-		exit(2);
+		tap_bail("cannot read the state file");
 	}
 	close(fd);
 }
@@ -405,7 +402,7 @@ check_reading(void)
 	/* a file cut short */
 	make_v3(7, 5000, 7, 5000);
 	if (truncate(FLAKE_STATE_FILE, 4096 + SIZE - 1) != 0)
-		printf("Bail out! cannot cut the file short\n");
+		tap_bail("cannot cut the file short");
 	check_read("the copy at 4096 cut short by a byte: the lease from 0, a warning",
 			   5000, 7, FLAKE_FILE_OK, 1);
 	n = FlakeStateFileCopies(copies);
@@ -641,7 +638,7 @@ check_writing(void)
 	fd = open("flakeid.state.new", O_RDWR | O_CREAT | O_TRUNC, 0600);
 	if (fd < 0 || ftruncate(fd, 4096 + SIZE) != 0 ||
 		rename("flakeid.state.new", FLAKE_STATE_FILE) != 0)
-		printf("Bail out! cannot put a file in place\n");
+		tap_bail("cannot put a file in place");
 	if (fd >= 0)
 		close(fd);
 	reset_events();
@@ -649,7 +646,7 @@ check_writing(void)
 	check_events("a file put in place: the directory fsync'd", ok, true,
 				 "open(create) w4096 s w0 s dir");
 	if (truncate(FLAKE_STATE_FILE, 0) != 0)
-		printf("Bail out! cannot empty the file\n");
+		tap_bail("cannot empty the file");
 	reset_events();
 	ok = write_lease(8500, 8, &entry);
 	check_events("an emptied file, the same inode: the directory fsync'd", ok, true,
@@ -673,7 +670,7 @@ check_writing(void)
 	check_events("after a failed directory fsync: the next write fsyncs it", ok, true,
 				 "open(create) w4096 s w0 s dir");
 	if (truncate(FLAKE_STATE_FILE, 0) != 0)
-		printf("Bail out! cannot empty the file\n");
+		tap_bail("cannot empty the file");
 	reset_events();
 	dir_fsync_fails = true;
 	ok = write_lease(9300, 11, &entry);
@@ -783,10 +780,7 @@ main(void)
 	char		dir[] = "/tmp/flakeid-statefile.XXXXXX";
 
 	if (mkdtemp(dir) == NULL || chdir(dir) != 0)
-	{
-		printf("Bail out! cannot make a directory to work in\n");
-		return 2;
-	}
+		tap_bail("cannot make a directory to work in");
 	/* the file then opens as descriptor 0, which is as good as any other */
 	close(STDIN_FILENO);
 	check_reading();

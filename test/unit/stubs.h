@@ -48,8 +48,7 @@ errstart(int elevel, const char *domain)
 	{
 		if (PG_exception_stack == NULL)
 		{
-			printf("Bail out! an error was reported\n");
-			exit(2);
+			tap_bail("an error was reported");
 		}
 		stub_in_error = true;
 		stub_error_code = 0;

@@ -8,6 +8,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static int	tap_checks = 0;
 static int	tap_failures = 0;
@@ -32,6 +33,14 @@ tap_check(bool passed, const char *what, const char *fmt,...)
 		va_end(args);
 	}
 	printf("\n");
+}
+
+/* the test cannot go on: a TAP bail-out, and exit status 2 */
+static void __attribute__((noreturn, unused))
+tap_bail(const char *why)
+{
+	printf("Bail out! %s\n", why);
+	exit(2);
 }
 
 /* the plan and the summary; main()'s exit status */

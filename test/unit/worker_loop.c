@@ -62,12 +62,6 @@ int			MyProcPid = 4242;
 
 static const FlakeLayout layout = {INT64CONST(1735689600000), 10};
 
-static void
-bail(const char *what)
-{
-	printf("Bail out! %s\n", what);
-	exit(2);
-}
 
 /* the clocks, in ns: the wall clock and the monotonic one */
 static int64 wall_ns;
@@ -169,7 +163,7 @@ void
 FlakeSetUp(FlakeShared *s)
 {
 	if (s != &shared)
-		bail("another generator set up");
+		tap_bail("another generator set up");
 	setups++;
 }
 
@@ -199,7 +193,7 @@ proc_exit(int code)
 {
 	exit_code = code;
 	if (on_exit_jump == NULL)
-		bail("the worker exited outside a run");
+		tap_bail("the worker exited outside a run");
 	siglongjmp(*on_exit_jump, 1);
 }
 
@@ -207,7 +201,7 @@ void
 FlakeConfirmPublishConfig(FlakeConfirm *c)
 {
 	if (c != &shared.confirm)
-		bail("another confirmation published");
+		tap_bail("another confirmation published");
 	publishes++;
 }
 
@@ -223,7 +217,7 @@ void
 ProcessConfigFile(GucContext context)
 {
 	if (context != PGC_SIGHUP)
-		bail("the configuration read in another context");
+		tap_bail("the configuration read in another context");
 	reloads++;
 }
 
@@ -286,7 +280,7 @@ void
 ConditionVariableBroadcast(ConditionVariable *cv)
 {
 	if (cv != &shared.lease_cv)
-		bail("another condition variable woken");
+		tap_bail("another condition variable woken");
 	broadcasts++;
 }
 
@@ -310,7 +304,7 @@ WaitLatch(Latch *latch, int wakeEvents, long timeout, uint32 wait_event_info)
 	bool		set = false;
 
 	if (latch != MyLatch)
-		bail("a wait on another latch");
+		tap_bail("a wait on another latch");
 	if (waits < MAX_WAITS)
 	{
 		naps[waits] = timeout;
@@ -328,7 +322,7 @@ WaitLatch(Latch *latch, int wakeEvents, long timeout, uint32 wait_event_info)
 	if (waits == stop_at)
 		ShutdownRequestPending = true;
 	if (waits > MAX_WAITS)
-		bail("the worker waited too often");
+		tap_bail("the worker waited too often");
 	return set ? WL_LATCH_SET : WL_TIMEOUT;
 }
 
@@ -336,7 +330,7 @@ void
 ResetLatch(Latch *latch)
 {
 	if (latch != MyLatch)
-		bail("another latch reset");
+		tap_bail("another latch reset");
 	resets++;
 }
 
@@ -346,7 +340,7 @@ void
 SetLatch(Latch *latch)
 {
 	if (latch != shared.worker_latch)
-		bail("a latch set that is not the worker's");
+		tap_bail("a latch set that is not the worker's");
 	latch_sets++;
 }
 
@@ -394,7 +388,7 @@ BgwHandleStatus
 WaitForBackgroundWorkerStartup(BackgroundWorkerHandle *handle, pid_t *pid)
 {
 	if (handle != (BackgroundWorkerHandle *) &registered)
-		bail("a wait for another worker");
+		tap_bail("a wait for another worker");
 	startup_waits++;
 	*pid = 77;
 	if (on_startup != NULL)
@@ -472,7 +466,7 @@ run_worker(void)
 	if (sigsetjmp(jump, 0) == 0)
 	{
 		flakeid_lease_worker_main((Datum) 0);
-		bail("the worker returned");
+		tap_bail("the worker returned");
 	}
 	on_exit_jump = NULL;
 	return exit_code;

@@ -383,6 +383,17 @@ main(void)
 		streaming(4, 2, 1000);
 		expect(checked_end(), 5000,
 			   "a process that reads no standbys named: the least flush of all named");
+		/* nor has the worker read any yet (it took no reload in since) */
+		FlakeConfirmPublishConfig(&confirm);
+		clear_slots();
+		streaming(2, 1, 3000);
+		expect(checked_end(), 7000,
+			   "neither the worker nor the process reads standbys named: the one named there confirms");
+		clear_slots();
+		streaming(1, 1, 1000);
+		streaming(3, 2, 3000);
+		expect(checked_end(), 5000,
+			   "the least flush of all named, in the first WAL sender's slot");
 		SyncRepConfig = mine;
 	}
 

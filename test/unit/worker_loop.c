@@ -672,9 +672,9 @@ check_confirm(void)
 }
 
 /*
- * How long each turn sleeps.  Turn by turn: the first is woken (the
- * worker starts so) and idle; IDs issued; IDs issued with the lease
- * failing; idle again.
+ * How long each turn sleeps.  The first turn counts as woken (the worker
+ * starts so) and finds no new ID: idle.  IDs issued during the first two
+ * waits make the next two turns look sooner; the turn after is idle again.
  */
 static bool
 issue_during(int n)

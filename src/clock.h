@@ -8,6 +8,8 @@
  * kernel tick, and never ahead of the precise clock.  Waits are measured
  * on the monotonic clock (latch timeouts, instr_time), never on these, and
  * so is how long a backend's block of IDs (flakeid.cache) stays valid.
+ * How young the synchronous standbys' confirmation is may be measured on
+ * the processor's time-stamp counter instead (FlakeCycles()).
  *
  *-------------------------------------------------------------------------
  */
@@ -116,6 +118,23 @@ FlakeCoarseSlackMs(void)
 	if (clock_getres(CLOCK_REALTIME_COARSE, &res) != 0)
 		return PG_INT64_MAX / 4;
 	return 4 * ((int64) res.tv_sec * 1000 + res.tv_nsec / 1000000 + 1);
+}
+
+/*
+ * The processor's time-stamp counter, on x86-64; 0 elsewhere.  Cheaper to
+ * read than the precise clock, it times how young the synchronous
+ * standbys' confirmation is (see confirm.c), where the kernel keeps its own
+ * clocks on it: it then runs at one rate, in step on every CPU, and the
+ * precise clock is computed from it anyway.
+ */
+static inline uint64
+FlakeCycles(void)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	return __builtin_ia32_rdtsc();
+#else
+	return 0;
+#endif
 }
 
 /* Whether a clock reading lies within the layout's 41-bit time field. */

@@ -27,6 +27,17 @@
  * The hot path reads the time of the check and sync_end, on one cache
  * line, and only while the server has synchronous standbys.
  *
+ * A call that read the precise clock times the check on it, in ms.  One
+ * that did not (its IDs ran ahead of the clock, and it read the cheaper
+ * coarse clock) reads the processor's time-stamp counter instead, cheaper
+ * still, where the check was timed on it too: each check reads which
+ * clock source the kernel's clocks run on, and stamps the counter only
+ * where it is the counter ("tsc"), which the kernel uses only while it
+ * runs at one rate and in step on every CPU.  The counter's rate is
+ * measured as the generator is made, against the raw monotonic clock, and
+ * a check counts for FLAKE_CYCLES_FRESH_PART of FLAKE_CONFIRM_FRESH_MS of
+ * its cycles; a call that finds it old or not covering asks the clock.
+ *
  * Which standbys are named, and their order, come from each walsender's
  * own priority, which the walsender sets as it takes a reload in.  Their
  * number and method are not in shared memory: they are the lease worker's
@@ -48,13 +59,30 @@
  */
 #include "postgres.h"
 
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "miscadmin.h"
 #include "replication/syncrep.h"
 #include "replication/walsender.h"
 #include "replication/walsender_private.h"
 #include "utils/memutils.h"
 
+#include "clock.h"
 #include "confirm.h"
+
+/* Where the kernel names the clock source its clocks run on. */
+#ifndef FLAKE_CLOCKSOURCE_FILE
+#define FLAKE_CLOCKSOURCE_FILE "/sys/devices/system/clocksource/clocksource0/current_clocksource"
+#endif
+
+/* How the time-stamp counter's rate is measured: tries of how many us. */
+#define FLAKE_CYCLES_TRIES		3
+#define FLAKE_CYCLES_TRY_US		2000
+
+/* The part of FLAKE_CONFIRM_FRESH_MS that a check counts on the counter. */
+#define FLAKE_CYCLES_FRESH_PART		0.9
 
 /* A synchronous standby candidate, as PostgreSQL ranks them. */
 typedef struct FlakeCandidate
@@ -73,6 +101,68 @@ ForgetRecords(FlakeConfirm *c)
 	c->dropped.lease_end = 0;
 	pg_atomic_write_u64(&c->sync_end, 0);
 	pg_atomic_write_u64(&c->checked, 0);
+	pg_atomic_write_u64(&c->checked_cycles, 0);
+}
+
+/*
+ * How many cycles of the time-stamp counter pass in less than
+ * FLAKE_CONFIRM_FRESH_MS.  Each of FLAKE_CYCLES_TRIES tries counts the
+ * cycles of FLAKE_CYCLES_TRY_US against CLOCK_MONOTONIC_RAW, the counter's
+ * reads within the clock's, so that a pause between them makes the rate
+ * seem lower, never higher; the highest rate counts, and of the cycles in
+ * FLAKE_CONFIRM_FRESH_MS at that rate, FLAKE_CYCLES_FRESH_PART (for the
+ * NTP's slewing of the wall clock, and to spare).  0 without a counter
+ * that rises.
+ */
+static uint64
+FreshCycles(void)
+{
+	double		rate = 0;
+
+	if (FlakeCycles() == 0)
+		return 0;
+	for (int i = 0; i < FLAKE_CYCLES_TRIES; i++)
+	{
+		struct timespec t0;
+		struct timespec t1;
+		uint64		c0;
+		uint64		c1;
+		double		ns;
+
+		clock_gettime(CLOCK_MONOTONIC_RAW, &t0);
+		c0 = FlakeCycles();
+		pg_usleep(FLAKE_CYCLES_TRY_US);
+		c1 = FlakeCycles();
+		clock_gettime(CLOCK_MONOTONIC_RAW, &t1);
+		ns = (double) (t1.tv_sec - t0.tv_sec) * 1e9 +
+			(double) (t1.tv_nsec - t0.tv_nsec);
+		if (c1 > c0 && ns > 0)
+			rate = Max(rate, (double) (c1 - c0) / ns);
+	}
+	return (uint64) (rate * FLAKE_CONFIRM_FRESH_MS * 1e6 * FLAKE_CYCLES_FRESH_PART);
+}
+
+/*
+ * The time-stamp counter, where the kernel keeps its clocks on it now (its
+ * clock source is "tsc"), else 0 (as FlakeCycles() is where the processor
+ * has none).  The kernel does so only while it finds the counter running
+ * at one rate and in step on every CPU, and takes another clock source
+ * when its watchdog finds otherwise; read at every check, so that no check
+ * is timed on a counter the kernel gave up before it.  The file stays
+ * open.
+ */
+static uint64
+CyclesIfKernelClock(void)
+{
+	static int	fd = -1;
+	char		source[8];
+
+	if (fd < 0)
+		fd = open(FLAKE_CLOCKSOURCE_FILE, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || pread(fd, source, sizeof(source), 0) != 4 ||
+		memcmp(source, "tsc\n", 4) != 0)
+		return 0;
+	return FlakeCycles();
 }
 
 /* Set up the confirmation when the generator is made. */
@@ -81,6 +171,8 @@ FlakeConfirmInit(FlakeConfirm *c, int tranche)
 {
 	pg_atomic_init_u64(&c->sync_end, 0);
 	pg_atomic_init_u64(&c->checked, 0);
+	pg_atomic_init_u64(&c->checked_cycles, 0);
+	c->fresh_cycles = FreshCycles();
 	pg_atomic_init_u64(&c->config_at, 0);
 	LWLockInitialize(&c->lock, tranche);
 	c->config_known = false;
@@ -251,6 +343,7 @@ ReadingTrusted(FlakeConfirm *c, int64 now)
 static bool
 CheckLocked(FlakeConfirm *c, int64 now)
 {
+	uint64		cycles = CyclesIfKernelClock();
 	XLogRecPtr	flushed = InvalidXLogRecPtr;
 	int64		end = 0;
 	int64		old;
@@ -272,6 +365,7 @@ CheckLocked(FlakeConfirm *c, int64 now)
 	pg_atomic_write_u64(&c->sync_end, (uint64) end);
 	pg_write_barrier();
 	pg_atomic_write_u64(&c->checked, (uint64) now);
+	pg_atomic_write_u64(&c->checked_cycles, cycles);
 	return end > old;
 }
 

@@ -30,13 +30,18 @@ typedef struct FlakeConfirm
 	/*
 	 * Read by every call while the server has synchronous standbys: the
 	 * part of the lease that the standbys synchronous now have, and when
-	 * that was last checked (ms of the layout's clock).  Written by a
-	 * check, under the lock, in that order; a reset writes zeros (nothing
-	 * covered, and old).
+	 * that was last checked: in ms of the layout's clock, and on the
+	 * time-stamp counter (FlakeCycles()) where the kernel's clocks run on
+	 * it, else 0.  Written by a check, under the lock, in that order; a
+	 * reset writes zeros (nothing covered, and old).  fresh_cycles, set
+	 * when the generator is made, is how many of the counter's cycles
+	 * pass in less than FLAKE_CONFIRM_FRESH_MS; 0 where it has none.
 	 */
 	pg_atomic_uint64 sync_end;
 	pg_atomic_uint64 checked;
-	char		pad[PG_CACHE_LINE_SIZE - 2 * sizeof(pg_atomic_uint64)];
+	pg_atomic_uint64 checked_cycles;
+	uint64		fresh_cycles;
+	char		pad[PG_CACHE_LINE_SIZE - 4 * sizeof(uint64)];
 
 	/*
 	 * Protected by lock: the synchronous standbys' number and method as
@@ -102,6 +107,23 @@ static inline int64
 FlakeConfirmedEnd(FlakeConfirm *c)
 {
 	return (int64) pg_atomic_read_u64(&c->sync_end);
+}
+
+/*
+ * Whether the synchronous standbys have a lease past end_ms, as last
+ * checked fewer than fresh_cycles of the time-stamp counter before cycles
+ * (a read of FlakeCycles()).  No check is made: false means "ask the
+ * clock" (FlakeConfirmedCovers()).  A check not timed on the counter, and
+ * one stamped after cycles was read, are not young.
+ */
+static inline bool
+FlakeConfirmedCoversByCycles(FlakeConfirm *c, int64 end_ms, uint64 cycles)
+{
+	uint64		checked = pg_atomic_read_u64(&c->checked_cycles);
+	bool		fresh = checked != 0 && cycles - checked < c->fresh_cycles;
+
+	pg_read_barrier();
+	return fresh && end_ms < FlakeConfirmedEnd(c);
 }
 
 /*

@@ -3,7 +3,10 @@
  * it (FlakeConfirmedCovers() in src/confirm.h): an ID whose millisecond
  * is below the confirmed lease end is covered, one in the millisecond at
  * which it ends or later is not; the confirmation counts while its check
- * is younger than FLAKE_CONFIRM_FRESH_MS, and not from that age on.  The
+ * is younger than FLAKE_CONFIRM_FRESH_MS, and not from that age on; or,
+ * timed on the time-stamp counter (FlakeConfirmedCoversByCycles()), while
+ * it is younger than fresh_cycles, and never where it was not timed on
+ * the counter or the generator has no rate for it.  The
  * slow path, a fresh check of the walsenders, is left out here: it
  * answers "not covered", so that every "covered" below comes from the
  * check's own bounds.
@@ -51,5 +54,26 @@ main(void)
 		   "a check FLAKE_CONFIRM_FRESH_MS old");
 	expect(FlakeConfirmedCovers(&c, end - 1, now - 1), false,
 		   "a check stamped after the clock read (a clock step back)");
+
+	/* the same on the time-stamp counter: fresh_cycles, a counter's count */
+	c.fresh_cycles = 2000;
+	pg_atomic_init_u64(&c.checked_cycles, 7000);
+	expect(FlakeConfirmedCoversByCycles(&c, end - 1, 7000), true,
+		   "by the counter: a check at the counter's read");
+	expect(FlakeConfirmedCoversByCycles(&c, end - 1, 7000 + 2000 - 1), true,
+		   "by the counter: a check one cycle younger than fresh_cycles");
+	expect(FlakeConfirmedCoversByCycles(&c, end - 1, 7000 + 2000), false,
+		   "by the counter: a check fresh_cycles old");
+	expect(FlakeConfirmedCoversByCycles(&c, end, 7000), false,
+		   "by the counter: the confirmed end's own millisecond");
+	expect(FlakeConfirmedCoversByCycles(&c, end - 1, 7000 - 1), false,
+		   "by the counter: a check stamped after the counter's read");
+	c.fresh_cycles = 0;
+	expect(FlakeConfirmedCoversByCycles(&c, end - 1, 7000), false,
+		   "by the counter: a generator that has no counter's rate");
+	c.fresh_cycles = PG_UINT64_MAX;
+	pg_atomic_init_u64(&c.checked_cycles, 0);
+	expect(FlakeConfirmedCoversByCycles(&c, end - 1, 7000), false,
+		   "by the counter: a check not timed on it");
 	return tap_done();
 }

@@ -39,6 +39,11 @@ static void write_then_other(volatile pg_atomic_uint64 *ptr, uint64 value);
 #define pg_atomic_read_u64(ptr) read_then_other(ptr)
 #define pg_atomic_write_u64(ptr, value) write_then_other(ptr, value)
 
+/* the kernel's clock source, as a file this test writes */
+static char clocksource_file[64];
+
+#define FLAKE_CLOCKSOURCE_FILE clocksource_file
+
 #include "../../src/confirm.c"
 #include "tap.h"
 #include "stubs.h"
@@ -66,7 +71,8 @@ read_then_other(volatile pg_atomic_uint64 *ptr)
 {
 	uint64		value = (pg_atomic_read_u64) (ptr);
 
-	if (ptr == &confirm.sync_end || ptr == &confirm.checked)
+	if (ptr == &confirm.sync_end || ptr == &confirm.checked ||
+		ptr == &confirm.checked_cycles)
 		run_other(&other_at_read);
 	return value;
 }
@@ -75,7 +81,8 @@ static void
 write_then_other(volatile pg_atomic_uint64 *ptr, uint64 value)
 {
 	(pg_atomic_write_u64) (ptr, value);
-	if (ptr == &confirm.sync_end || ptr == &confirm.checked)
+	if (ptr == &confirm.sync_end || ptr == &confirm.checked ||
+		ptr == &confirm.checked_cycles)
 		run_other(&other_at_write);
 }
 
@@ -224,6 +231,145 @@ other_check(void)
 	(void) FlakeConfirmCheck(&confirm, now);
 }
 
+/* the same, timed on the time-stamp counter */
+static void
+other_call_by_cycles(void)
+{
+	other_covers = FlakeConfirmedCoversByCycles(&confirm, 7500, FlakeCycles());
+}
+
+/* Say which clock source the kernel's clocks run on: NULL for none. */
+static void
+set_clocksource(const char *source)
+{
+	FILE	   *f;
+
+	if (source == NULL)
+	{
+		(void) unlink(clocksource_file);
+		return;
+	}
+	f = fopen(clocksource_file, "w");
+	if (f == NULL || fputs(source, f) < 0 || fclose(f) != 0)
+		tap_bail("cannot write the clock source file");
+}
+
+/* The counter's stamp of a check made now, and whether it lies within the counter's reads around it. */
+static uint64
+check_cycles(bool *within)
+{
+	uint64		before = FlakeCycles();
+	uint64		stamp;
+
+	(void) checked_end();
+	stamp = pg_atomic_read_u64(&confirm.checked_cycles);
+	*within = stamp >= before && stamp <= FlakeCycles();
+	return stamp;
+}
+
+/*
+ * Checks timed on the time-stamp counter: only where the kernel's clocks
+ * run on it, as it says at the check; its rate as the generator was made;
+ * and the same order of the reads and the writes as on the clock.
+ */
+static void
+check_counter(void)
+{
+	uint64		cycles = FlakeCycles();
+	double		rate;
+	uint64		c0;
+	struct timespec t0;
+	struct timespec t1;
+	bool		within;
+
+	if (cycles == 0)
+	{
+		tap_check(confirm.fresh_cycles == 0, "no time-stamp counter: no rate for one",
+				  "fresh_cycles %llu", (unsigned long long) confirm.fresh_cycles);
+		return;
+	}
+
+	/*
+	 * The rate, against the counter's cycles in 2 ms measured the other way
+	 * round (the clock's reads within the counter's): never above those.
+	 */
+	c0 = FlakeCycles();
+	clock_gettime(CLOCK_MONOTONIC_RAW, &t0);
+	usleep(20000);
+	clock_gettime(CLOCK_MONOTONIC_RAW, &t1);
+	rate = (double) (FlakeCycles() - c0) /
+		((double) (t1.tv_sec - t0.tv_sec) * 1e9 + (double) (t1.tv_nsec - t0.tv_nsec));
+	tap_check(confirm.fresh_cycles < rate * FLAKE_CONFIRM_FRESH_MS * 1e6 &&
+			  confirm.fresh_cycles > rate * FLAKE_CONFIRM_FRESH_MS * 1e6 / 3,
+			  "the counter's cycles that a check counts for: fewer than in FLAKE_CONFIRM_FRESH_MS",
+			  "fresh_cycles %llu, %.0f cycles in %d ms", (unsigned long long) confirm.fresh_cycles,
+			  rate * FLAKE_CONFIRM_FRESH_MS * 1e6, FLAKE_CONFIRM_FRESH_MS);
+
+	set_clocksource(NULL);
+	tap_check(check_cycles(&within) == 0, "no clock source file: a check is not timed on the counter",
+			  "stamp %llu", (unsigned long long) pg_atomic_read_u64(&confirm.checked_cycles));
+	set_clocksource("tsc\n");
+	tap_check(check_cycles(&within) != 0 && within,
+			  "the kernel's clocks on the counter: a check is timed on it, at the check",
+			  "stamp %llu", (unsigned long long) pg_atomic_read_u64(&confirm.checked_cycles));
+	set_clocksource("kvm-clock\n");
+	tap_check(check_cycles(&within) == 0,
+			  "the kernel gave the counter up: the next check is not timed on it", "stamp %llu",
+			  (unsigned long long) pg_atomic_read_u64(&confirm.checked_cycles));
+	set_clocksource("tsc");
+	tap_check(check_cycles(&within) == 0, "a clock source \"tsc\" without its line's end is not the counter",
+			  "stamp %llu", (unsigned long long) pg_atomic_read_u64(&confirm.checked_cycles));
+	set_clocksource("tscx");
+	tap_check(check_cycles(&within) == 0, "a clock source of four bytes other than \"tsc\" and its line's end is not the counter",
+			  "stamp %llu", (unsigned long long) pg_atomic_read_u64(&confirm.checked_cycles));
+	set_clocksource("tsc2\n");
+	tap_check(check_cycles(&within) == 0, "a clock source named \"tsc2\" is not the counter",
+			  "stamp %llu", (unsigned long long) pg_atomic_read_u64(&confirm.checked_cycles));
+	set_clocksource("tsc\n");
+	tap_check(check_cycles(&within) != 0 && within, "the counter again", "stamp %llu",
+			  (unsigned long long) pg_atomic_read_u64(&confirm.checked_cycles));
+
+	/*
+	 * A check made between a call's reads of the counter's stamp and of
+	 * the end: the call's stamp is the old one, which is old, and the young
+	 * one's end is not taken with it.  A check counts for about a minute
+	 * here, and the standby's last check is made older than that; the
+	 * call's counter is read after the other check stamped its own (which
+	 * it does as it begins), as where that check began before the call.
+	 */
+	confirm.fresh_cycles = UINT64CONST(200000000000);
+	streaming(1, 1, 800);
+	expect(checked_end(), 8000, "by the counter: the standby caught up");
+	pg_atomic_write_u64(&confirm.checked_cycles,
+						FlakeCycles() - 2 * confirm.fresh_cycles);
+	streaming(1, 1, 600);
+	other_at_read = other_check;
+	expect_bool(FlakeConfirmedCoversByCycles(&confirm, 7500, FlakeCycles() + confirm.fresh_cycles / 2), false,
+				"by the counter: a check made between a call's reads does not pass the old end for young");
+	expect_bool(other_at_read == NULL, true, "by the counter: the other check came between the reads");
+	expect_bool(FlakeConfirmedCoversByCycles(&confirm, 5500, FlakeCycles()), true,
+				"by the counter: the young check covers what the standby has");
+
+	/* a call between a check's writes: not covered by the old end either */
+	streaming(1, 1, 800);
+	expect(checked_end(), 8000, "by the counter: the standby caught up again");
+	pg_atomic_write_u64(&confirm.checked_cycles,
+						FlakeCycles() - 2 * confirm.fresh_cycles);
+	streaming(1, 1, 600);
+	other_covers = true;
+	other_at_write = other_call_by_cycles;
+	expect(checked_end(), 6000, "by the counter: a check after the standby fell behind");
+	expect_bool(other_at_write == NULL, true, "by the counter: the other call came between the check's writes");
+	expect_bool(other_covers, false,
+				"by the counter: a call between a check's two writes is not covered by the old end");
+
+	FlakeConfirmReset(&confirm);
+	tap_check(pg_atomic_read_u64(&confirm.checked_cycles) == 0,
+			  "a reset: no check timed on the counter", "stamp %llu",
+			  (unsigned long long) pg_atomic_read_u64(&confirm.checked_cycles));
+	unlink(clocksource_file);
+}
+
 int
 main(void)
 {
@@ -241,6 +387,7 @@ main(void)
 	max_wal_senders = SLOTS;
 	SyncRepConfig = calloc(1, sizeof(SyncRepConfigData) + 16);
 
+	snprintf(clocksource_file, sizeof(clocksource_file), "/tmp/flakeid-clocksource.%d", (int) getpid());
 	FlakeConfirmInit(&confirm, 0);
 	FlakeConfirmRecord(&confirm, 1000, 5000);
 	FlakeConfirmRecord(&confirm, 2000, 6000);
@@ -491,5 +638,6 @@ main(void)
 	expect_bool(lock_held == 0, true, "the call waited for the lock");
 	expect(FlakeConfirmedEnd(&confirm), 6000, "its check found the standby behind");
 
+	check_counter();
 	return tap_done();
 }

@@ -15,7 +15,9 @@
  *   end the call needs and woken once the IDs come within half a lease;
  *   a failing lease, a missing worker and a lease that does not come
  *   fail with their errors; with synchronous standbys, IDs wait for the
- *   standbys' confirmation too, which a call checks again once 2 ms old;
+ *   standbys' confirmation too, which a call checks again once 2 ms old
+ *   (or, where it read no precise clock, once old by the time-stamp
+ *   counter);
  * - ticks reserved under a word that changed meanwhile (another node id)
  *   are dropped; a status that is not ready fails as it should;
  * - with flakeid.cache, a block serves only its word and its millisecond.
@@ -1303,6 +1305,56 @@ check_standbys(void)
 	tap_check(done && rechecks == 1 && recheck_now == start_ms,
 			  "standbys: a check 2 ms old: checked again, at the clock",
 			  "%d checks, at %lld", rechecks, (long long) recheck_now);
+
+	/*
+	 * Timed on the time-stamp counter: a call that did not read the precise
+	 * clock asks the counter first, and the clock where the counter finds
+	 * the check old or not covering; a single call that keeps up with the
+	 * clock read it, and asks it alone.
+	 */
+	if (FlakeCycles() != 0)
+	{
+		static const struct
+		{
+			const char *what;
+			bool		batch;
+			bool		young;
+			int64		confirmed;
+			int			rechecks;
+		}			cases[] = {
+			{"standbys: a batch, a check 2 ms old but young by the counter, covering it: no check",
+			true, true, 1000, 0},
+			{"standbys: a batch, a check old by the counter too: checked again, at the clock",
+			true, false, 1000, 1},
+			{"standbys: a batch, a check young by the counter that does not cover it: checked again, at the clock",
+			true, true, 0, 1},
+			{"standbys: a single call, a check 2 ms old but young by the counter: checked again, at the clock",
+			false, true, 1000, 1},
+		};
+
+		for (int i = 0; i < (int) lengthof(cases); i++)
+		{
+			set_up();
+			standbys = true;
+			standby_end = start_ms + 1000;
+			/* a single call keeps up with the clock from the second on */
+			if (!cases[i].batch)
+			{
+				(void) take(&id);
+				rechecks = 0;
+			}
+			shared->confirm.fresh_cycles = UINT64CONST(200000000000);
+			pg_atomic_write_u64(&shared->confirm.sync_end, (uint64) (start_ms + cases[i].confirmed));
+			pg_atomic_write_u64(&shared->confirm.checked, (uint64) (start_ms - 2));
+			pg_atomic_write_u64(&shared->confirm.checked_cycles,
+								FlakeCycles() - (cases[i].young ? 0 : 2 * shared->confirm.fresh_cycles));
+			done = cases[i].batch ? take_batch(2, &issue) : take(&id);
+			tap_check(done && rechecks == cases[i].rechecks &&
+					  (rechecks == 0 || recheck_now == start_ms),
+					  cases[i].what, "error %s; %d checks, at %lld", error_fmt ? error_fmt : "none",
+					  rechecks, (long long) recheck_now);
+		}
+	}
 
 	/* the standbys 2 ms ahead, the batch to 4: it waits for them */
 	set_up();

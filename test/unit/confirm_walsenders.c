@@ -216,6 +216,20 @@ behind_again(void)
 	streaming(1, 1, 600);
 }
 
+/*
+ * The same on the time-stamp counter: the check that found the standby
+ * caught up is made older than fresh_cycles by its stamp.
+ */
+static void
+behind_again_by_counter(const char *what)
+{
+	streaming(1, 1, 800);
+	expect(checked_end(), 8000, what);
+	pg_atomic_write_u64(&confirm.checked_cycles,
+						FlakeCycles() - 2 * confirm.fresh_cycles);
+	streaming(1, 1, 600);
+}
+
 /* another call's answer, asked at now for 7500 */
 static bool other_covers;
 
@@ -338,11 +352,7 @@ check_counter(void)
 	 * it does as it begins), as where that check began before the call.
 	 */
 	confirm.fresh_cycles = UINT64CONST(200000000000);
-	streaming(1, 1, 800);
-	expect(checked_end(), 8000, "by the counter: the standby caught up");
-	pg_atomic_write_u64(&confirm.checked_cycles,
-						FlakeCycles() - 2 * confirm.fresh_cycles);
-	streaming(1, 1, 600);
+	behind_again_by_counter("by the counter: the standby caught up");
 	other_at_read = other_check;
 	expect_bool(FlakeConfirmedCoversByCycles(&confirm, 7500, FlakeCycles() + confirm.fresh_cycles / 2), false,
 				"by the counter: a check made between a call's reads does not pass the old end for young");
@@ -351,11 +361,7 @@ check_counter(void)
 				"by the counter: the young check covers what the standby has");
 
 	/* a call between a check's writes: not covered by the old end either */
-	streaming(1, 1, 800);
-	expect(checked_end(), 8000, "by the counter: the standby caught up again");
-	pg_atomic_write_u64(&confirm.checked_cycles,
-						FlakeCycles() - 2 * confirm.fresh_cycles);
-	streaming(1, 1, 600);
+	behind_again_by_counter("by the counter: the standby caught up again");
 	other_covers = true;
 	other_at_write = other_call_by_cycles;
 	expect(checked_end(), 6000, "by the counter: a check after the standby fell behind");

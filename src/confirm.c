@@ -37,6 +37,10 @@
  * measured as the generator is made, against the raw monotonic clock, and
  * a check counts for FLAKE_CYCLES_FRESH_PART of FLAKE_CONFIRM_FRESH_MS of
  * its cycles; a call that finds it old or not covering asks the clock.
+ * Just after its stamp a check reads the wall clock too, and such a call
+ * takes that for its clock: at most FLAKE_CONFIRM_FRESH_MS behind the
+ * clock's millisecond at the call's read of the counter, and never ahead
+ * of it (unless the clock was set back meanwhile).
  *
  * Which standbys are named, and their order, come from each walsender's
  * own priority, which the walsender sets as it takes a reload in.  Their
@@ -165,6 +169,16 @@ CyclesIfKernelClock(void)
 	return FlakeCycles();
 }
 
+/* The wall clock in ms since 1970. */
+static int64
+UnixClockMs(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* Set up the confirmation when the generator is made. */
 void
 FlakeConfirmInit(FlakeConfirm *c, int tranche)
@@ -172,6 +186,7 @@ FlakeConfirmInit(FlakeConfirm *c, int tranche)
 	pg_atomic_init_u64(&c->sync_end, 0);
 	pg_atomic_init_u64(&c->checked, 0);
 	pg_atomic_init_u64(&c->checked_cycles, 0);
+	pg_atomic_init_u64(&c->cycles_clock, 0);
 	c->fresh_cycles = FreshCycles();
 	pg_atomic_init_u64(&c->config_at, 0);
 	LWLockInitialize(&c->lock, tranche);
@@ -344,6 +359,7 @@ static bool
 CheckLocked(FlakeConfirm *c, int64 now)
 {
 	uint64		cycles = CyclesIfKernelClock();
+	int64		cycles_clock = UnixClockMs();
 	XLogRecPtr	flushed = InvalidXLogRecPtr;
 	int64		end = 0;
 	int64		old;
@@ -365,6 +381,8 @@ CheckLocked(FlakeConfirm *c, int64 now)
 	pg_atomic_write_u64(&c->sync_end, (uint64) end);
 	pg_write_barrier();
 	pg_atomic_write_u64(&c->checked, (uint64) now);
+	pg_atomic_write_u64(&c->cycles_clock, (uint64) cycles_clock);
+	pg_write_barrier();
 	pg_atomic_write_u64(&c->checked_cycles, cycles);
 	return end > old;
 }

@@ -33,15 +33,20 @@ typedef struct FlakeConfirm
 	 * that was last checked: in ms of the layout's clock, and on the
 	 * time-stamp counter (FlakeCycles()) where the kernel's clocks run on
 	 * it, else 0.  Written by a check, under the lock, in that order; a
-	 * reset writes zeros (nothing covered, and old).  fresh_cycles, set
-	 * when the generator is made, is how many of the counter's cycles
-	 * pass in less than FLAKE_CONFIRM_FRESH_MS; 0 where it has none.
+	 * reset writes zeros (nothing covered, and old).  cycles_clock is the
+	 * wall clock in ms since 1970, read by the last check that stamped
+	 * the counter just after its stamp, and written before it: the clock
+	 * for a call that finds that check young by the counter (see
+	 * FlakeConfirmedClock()).  fresh_cycles, set when the generator is
+	 * made, is how many of the counter's cycles pass in less than
+	 * FLAKE_CONFIRM_FRESH_MS; 0 where it has none.
 	 */
 	pg_atomic_uint64 sync_end;
 	pg_atomic_uint64 checked;
 	pg_atomic_uint64 checked_cycles;
+	pg_atomic_uint64 cycles_clock;
 	uint64		fresh_cycles;
-	char		pad[PG_CACHE_LINE_SIZE - 4 * sizeof(uint64)];
+	char		pad[PG_CACHE_LINE_SIZE - 5 * sizeof(uint64)];
 
 	/*
 	 * Protected by lock: the synchronous standbys' number and method as
@@ -124,6 +129,25 @@ FlakeConfirmedCoversByCycles(FlakeConfirm *c, int64 end_ms, uint64 cycles)
 
 	pg_read_barrier();
 	return fresh && end_ms < FlakeConfirmedEnd(c);
+}
+
+/*
+ * The wall clock (ms since 1970) as the last check read it just after its
+ * stamp of the counter, where that stamp lies fewer than fresh_cycles
+ * before cycles (a read of FlakeCycles()); else -1.  The clock was read
+ * before this call, and the counter's stamp before the clock: so the
+ * clock's millisecond at cycles is at least the result and at most
+ * FLAKE_CONFIRM_FRESH_MS past it, unless the clock was set meanwhile.  A
+ * later check's clock, read in place of the stamp's, lies between.
+ */
+static inline int64
+FlakeConfirmedClock(FlakeConfirm *c, uint64 cycles)
+{
+	uint64		checked = pg_atomic_read_u64(&c->checked_cycles);
+	bool		fresh = checked != 0 && cycles - checked < c->fresh_cycles;
+
+	pg_read_barrier();
+	return fresh ? (int64) pg_atomic_read_u64(&c->cycles_clock) : -1;
 }
 
 /*

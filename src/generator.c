@@ -370,22 +370,38 @@ PreciseNow(void)
 }
 
 /*
- * The clock, for a call that finds next_tick as it is.  While the IDs are
+ * The clock, for a call that finds next_tick as it is; *cycles is the
+ * time-stamp counter where the call read it, else 0.  While the IDs are
  * ahead of even the precise clock the clock cannot change the next one,
- * and the cheaper coarse clock says so; whether to try it is guessed from
+ * and a cheaper lower bound of it says so: the coarse clock, or, while the
+ * server has synchronous standbys, the clock of their last check where the
+ * counter finds that check young (FlakeConfirmedClock()), the counter
+ * being read for the check anyway.  Whether to try it is guessed from
  * this process's last call.
  */
 static inline int64
-FlakeNow(uint64 next)
+FlakeNow(FlakeShared *s, uint64 next, bool standbys, uint64 *cycles)
 {
 	int64		next_ms = FlakeTickMs(&my_layout, next);
 	int64		now;
 
+	*cycles = 0;
 	if (ids_ahead)
 	{
-		now = FlakeCoarseClockMs(&my_layout);
-		if (next_ms >= now + coarse_slack_ms && FlakeClockInRange(now))
-			return now;
+		if (likely(!standbys))
+		{
+			now = FlakeCoarseClockMs(&my_layout);
+			if (next_ms >= now + coarse_slack_ms && FlakeClockInRange(now))
+				return now;
+		}
+		else
+		{
+			/* an old check gives -1: before the epoch, out of range */
+			*cycles = FlakeCycles();
+			now = FlakeConfirmedClock(&s->confirm, *cycles) - my_layout.epoch_ms;
+			if (next_ms >= now + FLAKE_CONFIRM_FRESH_MS && FlakeClockInRange(now))
+				return now;
+		}
 	}
 	now = PreciseNow();
 	ids_ahead = next_ms >= now + coarse_slack_ms;
@@ -509,9 +525,11 @@ FlakeSleep(FlakeShared *s, int64 ms, FlakeWaited *waited)
  * Whether IDs up to end_ms may be returned under the lease: below the
  * durable lease end, and, while the server has synchronous standbys,
  * below the part of it that the standbys synchronous now have (see
- * confirm.c).  lease_end is the durable end, as read; now is the precise
- * clock, or -1 for "read it when needed": then the time-stamp counter,
- * cheaper, is asked first, where the last check was timed on it.
+ * confirm.c).  lease_end is the durable end, as read; standbys is
+ * FlakeStandbyConfirms(), as read; now is the precise clock, or -1 for
+ * "read it when needed": then the time-stamp counter, cheaper, is asked
+ * first, where the last check was timed on it: cycles, where the call
+ * read it already (before it reserved, as it read the clock), else 0.
  */
 static pg_noinline bool
 FlakeSyncCoversByClock(FlakeShared *s, int64 end_ms, int64 now)
@@ -520,18 +538,20 @@ FlakeSyncCoversByClock(FlakeShared *s, int64 end_ms, int64 now)
 }
 
 static inline bool
-FlakeSyncCovers(FlakeShared *s, int64 end_ms, int64 now)
+FlakeSyncCovers(FlakeShared *s, int64 end_ms, int64 now, uint64 cycles)
 {
 	return (now < 0 &&
-			FlakeConfirmedCoversByCycles(&s->confirm, end_ms, FlakeCycles())) ||
+			FlakeConfirmedCoversByCycles(&s->confirm, end_ms,
+										 cycles != 0 ? cycles : FlakeCycles())) ||
 		FlakeSyncCoversByClock(s, end_ms, now);
 }
 
 static inline bool
-FlakeLeaseCoversMs(FlakeShared *s, int64 end_ms, int64 lease_end, int64 now)
+FlakeLeaseCoversMs(FlakeShared *s, int64 end_ms, int64 lease_end, bool standbys,
+				   int64 now, uint64 cycles)
 {
 	return end_ms < lease_end &&
-		(likely(!FlakeStandbyConfirms()) || FlakeSyncCovers(s, end_ms, now));
+		(likely(!standbys) || FlakeSyncCovers(s, end_ms, now, cycles));
 }
 
 static void
@@ -654,7 +674,7 @@ FlakeAwaitLease(FlakeShared *s, int64 end_ms, FlakeWaited *waited)
 	{
 		int64		lease_end = (int64) pg_atomic_read_u64(&s->lease_end);
 
-		if (FlakeLeaseCoversMs(s, end_ms, lease_end, -1))
+		if (FlakeLeaseCoversMs(s, end_ms, lease_end, FlakeStandbyConfirms(), -1, 0))
 			break;
 		if (s->lease_failing && end_ms >= lease_end)
 		{
@@ -706,7 +726,7 @@ FlakeAwaitIssue(FlakeShared *s, uint64 first, int64 n, FlakeWaited *waited)
 			continue;
 		}
 		lease_end = (int64) pg_atomic_read_u64(&s->lease_end);
-		if (!FlakeLeaseCoversMs(s, end_ms, lease_end, -1))
+		if (!FlakeLeaseCoversMs(s, end_ms, lease_end, FlakeStandbyConfirms(), -1, 0))
 		{
 			FlakeAwaitLease(s, end_ms, waited);
 			continue;
@@ -740,6 +760,8 @@ FlakeReserve(FlakeShared *s, int64 n, FlakeIssue *issue)
 	int64		now;
 	int64		end_ms;
 	int64		lease_end;
+	uint64		cycles = 0;
+	bool		standbys = false;
 	bool		quick = (n == 1 && !ids_ahead);
 
 	INSTR_TIME_SET_ZERO(waited.clock_since);
@@ -772,7 +794,8 @@ FlakeReserve(FlakeShared *s, int64 n, FlakeIssue *issue)
 		else
 		{
 			next = pg_atomic_read_u64(&s->next_tick);
-			now = FlakeNow(next);
+			standbys = FlakeStandbyConfirms();
+			now = FlakeNow(s, next, standbys, &cycles);
 			now_tick = FlakeTickOfMs(&my_layout, now);
 			if (next < now_tick)
 			{
@@ -802,9 +825,16 @@ FlakeReserve(FlakeShared *s, int64 n, FlakeIssue *issue)
 	end_ms = FlakeTickMs(&my_layout, first + n - 1);
 	FlakeCheckRange(end_ms);
 	lease_end = (int64) pg_atomic_read_u64(&s->lease_end);
-	/* the quick way read the precise clock; the other may have the coarse */
+	/*
+	 * The quick way read the precise clock, and reads whether the server
+	 * has synchronous standbys now; the other read that before it
+	 * reserved, and may have a lower bound of the clock.
+	 */
+	if (quick)
+		standbys = FlakeStandbyConfirms();
 	if (unlikely(end_ms - now > flake_max_lead_ms ||
-				 !FlakeLeaseCoversMs(s, end_ms, lease_end, quick ? now : -1)))
+				 !FlakeLeaseCoversMs(s, end_ms, lease_end, standbys,
+									 quick ? now : -1, cycles)))
 	{
 		FlakeAwaitIssue(s, first, n, &waited);
 		lease_end = (int64) pg_atomic_read_u64(&s->lease_end);

@@ -6,7 +6,8 @@
  * is younger than FLAKE_CONFIRM_FRESH_MS, and not from that age on; or,
  * timed on the time-stamp counter (FlakeConfirmedCoversByCycles()), while
  * it is younger than fresh_cycles, and never where it was not timed on
- * the counter or the generator has no rate for it.  The
+ * the counter or the generator has no rate for it; and so does the wall
+ * clock that such a check read (FlakeConfirmedClock()).  The
  * slow path, a fresh check of the walsenders, is left out here: it
  * answers "not covered", so that every "covered" below comes from the
  * check's own bounds.
@@ -30,6 +31,12 @@ expect(bool got, bool want, const char *what)
 {
 	tap_check(got == want, what, "%s, expected %s",
 			  got ? "covered" : "not covered", want ? "covered" : "not covered");
+}
+
+static void
+expect_clock(int64 got, int64 want, const char *what)
+{
+	tap_check(got == want, what, "%lld, expected %lld", (long long) got, (long long) want);
 }
 
 int
@@ -68,12 +75,26 @@ main(void)
 		   "by the counter: the confirmed end's own millisecond");
 	expect(FlakeConfirmedCoversByCycles(&c, end - 1, 7000 - 1), false,
 		   "by the counter: a check stamped after the counter's read");
+
+	/* the check's wall clock, for the same calls: where young only */
+	pg_atomic_init_u64(&c.cycles_clock, 1800000000000);
+	expect_clock(FlakeConfirmedClock(&c, 7000 + 2000 - 1), 1800000000000,
+				 "the check's clock: one cycle younger than fresh_cycles");
+	expect_clock(FlakeConfirmedClock(&c, 7000 + 2000), -1,
+				 "the check's clock: fresh_cycles old");
+	expect_clock(FlakeConfirmedClock(&c, 7000 - 1), -1,
+				 "the check's clock: a check stamped after the counter's read");
+
 	c.fresh_cycles = 0;
 	expect(FlakeConfirmedCoversByCycles(&c, end - 1, 7000), false,
 		   "by the counter: a generator that has no counter's rate");
+	expect_clock(FlakeConfirmedClock(&c, 7000), -1,
+				 "the check's clock: a generator that has no counter's rate");
 	c.fresh_cycles = PG_UINT64_MAX;
 	pg_atomic_init_u64(&c.checked_cycles, 0);
 	expect(FlakeConfirmedCoversByCycles(&c, end - 1, 7000), false,
 		   "by the counter: a check not timed on it");
+	expect_clock(FlakeConfirmedClock(&c, 7000), -1,
+				 "the check's clock: a check not timed on the counter");
 	return tap_done();
 }

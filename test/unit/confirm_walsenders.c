@@ -21,6 +21,7 @@
 #include "postgres.h"
 
 #include <stdio.h>
+#include <time.h>
 
 #include "port/atomics.h"
 
@@ -32,6 +33,15 @@ static void (*other_at_read) (void) = NULL;
 
 /* ... or once after this one's next write of either */
 static void (*other_at_write) (void) = NULL;
+
+/* ... or after every write of this one's */
+static void (*other_at_every_write) (void) = NULL;
+
+/* the time-stamp counter at the last read of the precise wall clock */
+static uint64 cycles_at_clock;
+static int	clock_gettime_counted(clockid_t clock, struct timespec *ts);
+
+#define clock_gettime(clock, ts) clock_gettime_counted(clock, ts)
 
 static uint64 read_then_other(volatile pg_atomic_uint64 *ptr);
 static void write_then_other(volatile pg_atomic_uint64 *ptr, uint64 value);
@@ -81,9 +91,19 @@ static void
 write_then_other(volatile pg_atomic_uint64 *ptr, uint64 value)
 {
 	(pg_atomic_write_u64) (ptr, value);
+	if (other_at_every_write)
+		other_at_every_write();
 	if (ptr == &confirm.sync_end || ptr == &confirm.checked ||
 		ptr == &confirm.checked_cycles)
 		run_other(&other_at_write);
+}
+
+static int
+clock_gettime_counted(clockid_t clock, struct timespec *ts)
+{
+	if (clock == CLOCK_REALTIME)
+		cycles_at_clock = FlakeCycles();
+	return (clock_gettime) (clock, ts);
 }
 
 bool
@@ -252,6 +272,33 @@ other_call_by_cycles(void)
 	other_covers = FlakeConfirmedCoversByCycles(&confirm, 7500, FlakeCycles());
 }
 
+/*
+ * A call at each write of a check: whether it finds the check young by
+ * that check's stamp (written_stamp unlike old_stamp) with the wall clock
+ * of the check before (old_clock).
+ */
+static uint64 old_stamp;
+static int64 old_clock;
+static int	calls_at_writes;
+static int	calls_mixed;
+
+static void
+call_at_write(void)
+{
+	uint64		stamp = (pg_atomic_read_u64) (&confirm.checked_cycles);
+
+	calls_at_writes++;
+	if (stamp != old_stamp && FlakeConfirmedClock(&confirm, stamp) == old_clock)
+		calls_mixed++;
+}
+
+/* ms since 1970 of a wall clock reading */
+static int64
+unix_ms(const struct timespec *ts)
+{
+	return (int64) ts->tv_sec * 1000 + ts->tv_nsec / 1000000;
+}
+
 /* Say which clock source the kernel's clocks run on: NULL for none. */
 static void
 set_clocksource(const char *source)
@@ -295,6 +342,8 @@ check_counter(void)
 	struct timespec t0;
 	struct timespec t1;
 	bool		within;
+	uint64		stamp;
+	int64		clock_ms;
 
 	if (cycles == 0)
 	{
@@ -326,6 +375,39 @@ check_counter(void)
 	tap_check(check_cycles(&within) != 0 && within,
 			  "the kernel's clocks on the counter: a check is timed on it, at the check",
 			  "stamp %llu", (unsigned long long) pg_atomic_read_u64(&confirm.checked_cycles));
+
+	/*
+	 * The wall clock of a check timed on the counter: read after its
+	 * stamp, within the clock's reads around the check; and written before
+	 * the stamp, so that no call takes the new stamp with the old clock.
+	 */
+	(clock_gettime) (CLOCK_REALTIME, &t0);
+	stamp = check_cycles(&within);
+	(clock_gettime) (CLOCK_REALTIME, &t1);
+	clock_ms = (int64) pg_atomic_read_u64(&confirm.cycles_clock);
+	tap_check(stamp != 0 && cycles_at_clock >= stamp &&
+			  clock_ms >= unix_ms(&t0) && clock_ms <= unix_ms(&t1),
+			  "a check timed on the counter reads the wall clock after its stamp",
+			  "stamp %llu, counter at the clock %llu; clock %lld, around it %lld to %lld",
+			  (unsigned long long) stamp, (unsigned long long) cycles_at_clock,
+			  (long long) clock_ms, (long long) unix_ms(&t0), (long long) unix_ms(&t1));
+	tap_check(FlakeConfirmedClock(&confirm, stamp + confirm.fresh_cycles - 1) == clock_ms &&
+			  FlakeConfirmedClock(&confirm, stamp + confirm.fresh_cycles) == -1,
+			  "the check's wall clock, for a call that finds it young by the counter only",
+			  "at its last young cycle %lld, one later %lld",
+			  (long long) FlakeConfirmedClock(&confirm, stamp + confirm.fresh_cycles - 1),
+			  (long long) FlakeConfirmedClock(&confirm, stamp + confirm.fresh_cycles));
+	old_stamp = stamp;
+	old_clock = 5;
+	pg_atomic_write_u64(&confirm.cycles_clock, (uint64) old_clock);
+	calls_at_writes = calls_mixed = 0;
+	other_at_every_write = call_at_write;
+	(void) check_cycles(&within);
+	other_at_every_write = NULL;
+	tap_check(calls_at_writes >= 4 && calls_mixed == 0,
+			  "a call between a check's writes never finds its stamp with the clock of the check before",
+			  "%d calls, %d mixed", calls_at_writes, calls_mixed);
+
 	set_clocksource("kvm-clock\n");
 	tap_check(check_cycles(&within) == 0,
 			  "the kernel gave the counter up: the next check is not timed on it", "stamp %llu",

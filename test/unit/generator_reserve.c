@@ -17,7 +17,9 @@
  *   fail with their errors; with synchronous standbys, IDs wait for the
  *   standbys' confirmation too, which a call checks again once 2 ms old
  *   (or, where it read no precise clock, once old by the time-stamp
- *   counter);
+ *   counter); with them, a call whose IDs run ahead of the clock reads
+ *   the counter once, and no clock while the IDs lie 2 ms or more past
+ *   the clock of a check young by it, within flakeid.max_lead of that;
  * - ticks reserved under a word that changed meanwhile (another node id)
  *   are dropped; a status that is not ready fails as it should;
  * - with flakeid.cache, a block serves only its word and its millisecond.
@@ -43,6 +45,12 @@ static bool other_then_swap(volatile pg_atomic_uint64 *ptr, uint64 *expected, ui
 #define pg_atomic_read_u64(ptr) read_counted(ptr)
 #define pg_atomic_compare_exchange_u64(ptr, expected, newval) \
 	other_then_swap(ptr, expected, newval)
+
+/* the time-stamp counter, set here: its reads are counted */
+#include "../../src/clock.h"
+static uint64 counted_cycles(void);
+
+#define FlakeCycles() counted_cycles()
 
 #include "../../src/generator.c"
 #include "tap.h"
@@ -79,6 +87,17 @@ static int64 mono_ns;
 static int64 step_ns;
 static int64 coarse_lag_ns;
 static int	precise_reads;
+static int	coarse_reads;
+static uint64 cycles_now;		/* the time-stamp counter */
+static int	cycle_reads;
+static int	standby_reads;		/* of whether the server has synchronous standbys */
+
+static uint64
+counted_cycles(void)
+{
+	cycle_reads++;
+	return cycles_now;
+}
 
 static void
 advance(int64 ns)
@@ -112,7 +131,10 @@ clock_gettime(clockid_t clock, struct timespec *ts)
 		v = wall_ns;
 	}
 	else if (clock == CLOCK_REALTIME_COARSE)
+	{
+		coarse_reads++;
 		v = wall_ns - wall_ns % 1000000 - coarse_lag_ns;
+	}
 	else
 		v = mono_ns;
 	ts->tv_sec = v / 1000000000;
@@ -427,6 +449,7 @@ FlakeWakeWorker(FlakeShared *s)
 bool
 FlakeStandbyConfirms(void)
 {
+	standby_reads++;
 	return standbys;
 }
 
@@ -713,6 +736,9 @@ set_up(void)
 	rechecks = 0;
 	rechecks_off_clock = 0;
 	precise_reads = 0;
+	coarse_reads = 0;
+	cycles_now = UINT64CONST(1000000000000);
+	cycle_reads = 0;
 	setups = 0;
 }
 
@@ -1312,7 +1338,6 @@ check_standbys(void)
 	 * the check old or not covering; a single call that keeps up with the
 	 * clock read it, and asks it alone.
 	 */
-	if (FlakeCycles() != 0)
 	{
 		static const struct
 		{
@@ -1391,6 +1416,142 @@ check_standbys(void)
 						  ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			  "standbys that do not confirm: the call fails, naming them",
 			  "error %s", error_fmt ? error_fmt : "none");
+}
+
+/*
+ * A check of the standbys young by the time-stamp counter, which read the
+ * wall clock at clock_at (ms of the layout) just after its stamp, and
+ * which covers a second of IDs.
+ */
+static void
+young_check(int64 clock_at)
+{
+	shared->confirm.fresh_cycles = UINT64CONST(200000000000);
+	pg_atomic_write_u64(&shared->confirm.sync_end, (uint64) (start_ms + 1000));
+	pg_atomic_write_u64(&shared->confirm.checked, (uint64) clock_at);
+	pg_atomic_write_u64(&shared->confirm.cycles_clock, (uint64) (layout.epoch_ms + clock_at));
+	pg_atomic_write_u64(&shared->confirm.checked_cycles, cycles_now);
+}
+
+/*
+ * A burst with synchronous standbys: the next tick set ahead_ms past the
+ * wall clock, the IDs taken as ahead, the standbys' check young by the
+ * counter at check_at, the counts of reads and checks cleared.
+ */
+static void
+set_up_burst(int64 ahead_ms, int64 check_at)
+{
+	int64		id;
+
+	set_up();
+	standbys = true;
+	standby_end = start_ms + 1000;
+	pg_atomic_write_u64(&shared->lease_end, (uint64) (start_ms + 1000));
+	(void) take(&id);
+	pg_atomic_write_u64(&shared->next_tick, FlakeTickOfMs(&layout, clock_ms() + ahead_ms));
+	ids_ahead = true;
+	young_check(check_at);
+	precise_reads = coarse_reads = cycle_reads = standby_reads = rechecks = 0;
+}
+
+/*
+ * With synchronous standbys a call whose IDs run ahead of the clock reads
+ * the counter, and takes the clock of a check young by it for the clock:
+ * at most FLAKE_CONFIRM_FRESH_MS behind the wall clock's millisecond.
+ * IDs at least that far past it are ahead of the clock, and within
+ * flakeid.max_lead of it within flakeid.max_lead of the clock; others
+ * ask the precise clock.
+ */
+static void
+check_standby_burst(void)
+{
+	FlakeIssue	issue;
+	int64		id;
+
+	/* the IDs 2 ms past the check's clock: no clock read, one counter read */
+	set_up_burst(2, start_ms);
+	done = take(&id);
+	tap_check(done && precise_reads == 0 && coarse_reads == 0 && cycle_reads == 1 &&
+			  standby_reads == 1 && rechecks == 0 && FlakeMs(id) == clock_ms() + 2 && ids_ahead,
+			  "standbys, a burst 2 ms past the clock of a check young by the counter: no clock read, the counter and the standbys once",
+			  "error %s; %d precise, %d coarse, %d counter, %d standbys reads, %d checks, ms %+lld",
+			  error_fmt ? error_fmt : "none", precise_reads, coarse_reads, cycle_reads,
+			  standby_reads, rechecks, (long long) (FlakeMs(id) - clock_ms()));
+	/* a batch the same */
+	set_up_burst(2, start_ms);
+	done = take_batch(3, &issue);
+	tap_check(done && precise_reads == 0 && coarse_reads == 0 && cycle_reads == 1 && rechecks == 0,
+			  "standbys, a batch 2 ms past the clock of a check young by the counter: no clock read",
+			  "error %s; %d precise, %d coarse, %d counter reads, %d checks",
+			  error_fmt ? error_fmt : "none", precise_reads, coarse_reads, cycle_reads, rechecks);
+
+	/* 1 ms past it: the wall clock may have reached them */
+	set_up_burst(1, start_ms);
+	done = take(&id);
+	tap_check(done && precise_reads == 1 && coarse_reads == 0 && rechecks == 0 &&
+			  FlakeMs(id) == clock_ms() + 1,
+			  "standbys, a burst 1 ms past the clock of a young check: the precise clock read",
+			  "error %s; %d precise, %d coarse reads, %d checks", error_fmt ? error_fmt : "none",
+			  precise_reads, coarse_reads, rechecks);
+	/* the check's clock 2 ms behind the wall clock, the IDs at the wall clock */
+	set_up_burst(0, start_ms - 2);
+	done = take(&id);
+	tap_check(done && precise_reads == 0 && FlakeMs(id) == clock_ms(),
+			  "standbys, a check's clock 2 ms behind, a burst at the wall clock: no clock read",
+			  "error %s; %d precise reads, ms %+lld", error_fmt ? error_fmt : "none",
+			  precise_reads, (long long) (FlakeMs(id) - clock_ms()));
+
+	/* the check old by the counter (and the clock): the precise clock, and a check at it */
+	set_up_burst(20, start_ms);
+	pg_atomic_write_u64(&shared->confirm.checked, (uint64) (start_ms - 2));
+	pg_atomic_write_u64(&shared->confirm.checked_cycles,
+						cycles_now - shared->confirm.fresh_cycles);
+	done = take(&id);
+	tap_check(done && precise_reads >= 1 && coarse_reads == 0 && rechecks == 1 &&
+			  recheck_now == clock_ms() && FlakeMs(id) == clock_ms() + 20,
+			  "standbys, a burst, the check fresh_cycles old: the precise clock read, checked again at it",
+			  "error %s; %d precise, %d coarse reads, %d checks at %+lld",
+			  error_fmt ? error_fmt : "none", precise_reads, coarse_reads, rechecks,
+			  (long long) (recheck_now - clock_ms()));
+	/* a young check before the epoch: out of range, the precise clock read */
+	set_up_burst(20, -10);
+	done = take(&id);
+	tap_check(done && precise_reads >= 1 && FlakeMs(id) == clock_ms() + 20,
+			  "standbys, a burst, a young check's clock before the epoch: the precise clock read",
+			  "error %s; %d precise reads", error_fmt ? error_fmt : "none", precise_reads);
+	/* without standbys a burst reads the coarse clock, and not the counter */
+	set_up_burst(20, start_ms);
+	standbys = false;
+	done = take(&id);
+	tap_check(done && precise_reads == 0 && coarse_reads == 1 && cycle_reads == 0 &&
+			  standby_reads == 1,
+			  "no standbys, a burst: the coarse clock read, not the counter, the standbys once",
+			  "error %s; %d precise, %d coarse, %d counter, %d standbys reads",
+			  error_fmt ? error_fmt : "none", precise_reads, coarse_reads, cycle_reads, standby_reads);
+
+	/* flakeid.max_lead, counted from the check's clock */
+	set_up_burst(100, start_ms);
+	flake_max_lead_ms = 100;
+	done = take(&id);
+	tap_check(done && precise_reads == 0 && FlakeMs(id) == clock_ms() + 100,
+			  "standbys, a burst exactly flakeid.max_lead past the check's clock: no clock read",
+			  "error %s; %d precise reads", error_fmt ? error_fmt : "none", precise_reads);
+	set_up_burst(101, start_ms);
+	flake_max_lead_ms = 100;
+	done = take(&id);
+	tap_check(done && precise_reads >= 1 && latch_sleeps >= 1 && FlakeMs(id) - clock_ms() <= 100,
+			  "standbys, a burst 1 ms past flakeid.max_lead: the call waits for the precise clock",
+			  "error %s; %d precise reads, %d sleeps, %lld ms ahead", error_fmt ? error_fmt : "none",
+			  precise_reads, latch_sleeps, (long long) (FlakeMs(id) - clock_ms()));
+	/* within it of the wall clock, not of the check's older clock: the precise clock decides */
+	set_up_burst(99, start_ms - 2);
+	flake_max_lead_ms = 100;
+	latch_sleeps = 0;
+	done = take(&id);
+	tap_check(done && precise_reads >= 1 && latch_sleeps == 0 && FlakeMs(id) == clock_ms() + 99,
+			  "standbys, a burst within flakeid.max_lead of the clock, not of the check's: no wait, at the precise clock",
+			  "error %s; %d precise reads, %d sleeps", error_fmt ? error_fmt : "none",
+			  precise_reads, latch_sleeps);
 }
 
 /* another node id published between the call's read of the word and its reservation */
@@ -2280,6 +2441,7 @@ main(void)
 	check_clock_waits();
 	check_lease_waits();
 	check_standbys();
+	check_standby_burst();
 	check_changes();
 	check_file_waits();
 	check_settings();

@@ -138,7 +138,8 @@ FlakeConfirmedCoversByCycles(FlakeConfirm *c, int64 end_ms, uint64 cycles)
  * before this call, and the counter's stamp before the clock: so the
  * clock's millisecond at cycles is at least the result and at most
  * FLAKE_CONFIRM_FRESH_MS past it, unless the clock was set meanwhile.  A
- * later check's clock, read in place of the stamp's, lies between.
+ * call may read the clock of a check made after the stamp's: later, but
+ * also read before the call, so the bounds hold for it too.
  */
 static inline int64
 FlakeConfirmedClock(FlakeConfirm *c, uint64 cycles)

@@ -98,11 +98,21 @@ write_then_other(volatile pg_atomic_uint64 *ptr, uint64 value)
 		run_other(&other_at_write);
 }
 
+/* where set, what the precise wall clock reads */
+static const struct timespec *wall_clock_set = NULL;
+
 static int
 clock_gettime_counted(clockid_t clock, struct timespec *ts)
 {
 	if (clock == CLOCK_REALTIME)
+	{
 		cycles_at_clock = FlakeCycles();
+		if (wall_clock_set)
+		{
+			*ts = *wall_clock_set;
+			return 0;
+		}
+	}
 	return (clock_gettime) (clock, ts);
 }
 
@@ -397,6 +407,28 @@ check_counter(void)
 			  "at its last young cycle %lld, one later %lld",
 			  (long long) FlakeConfirmedClock(&confirm, stamp + confirm.fresh_cycles - 1),
 			  (long long) FlakeConfirmedClock(&confirm, stamp + confirm.fresh_cycles));
+	{
+		static const struct
+		{
+			struct timespec ts;
+			int64		ms;
+		}			reads[] = {
+			{{1796660036, 0}, INT64CONST(1796660036000)},
+			{{1796660036, 999000000}, INT64CONST(1796660036999)},
+			{{1796660036, 998999999}, INT64CONST(1796660036998)},
+			{{1796660036, 999999999}, INT64CONST(1796660036999)},
+		};
+
+		for (int i = 0; i < (int) lengthof(reads); i++)
+		{
+			wall_clock_set = &reads[i].ts;
+			clock_ms = UnixClockMs();
+			wall_clock_set = NULL;
+			tap_check(clock_ms == reads[i].ms, "the check's wall clock in ms since 1970",
+					  "%lld s %ld ns: %lld ms, expected %lld", (long long) reads[i].ts.tv_sec,
+					  reads[i].ts.tv_nsec, (long long) clock_ms, (long long) reads[i].ms);
+		}
+	}
 	old_stamp = stamp;
 	old_clock = 5;
 	pg_atomic_write_u64(&confirm.cycles_clock, (uint64) old_clock);

@@ -1543,6 +1543,27 @@ check_standby_burst(void)
 			  "standbys, a burst 1 ms past flakeid.max_lead: the call waits for the precise clock",
 			  "error %s; %d precise reads, %d sleeps, %lld ms ahead", error_fmt ? error_fmt : "none",
 			  precise_reads, latch_sleeps, (long long) (FlakeMs(id) - clock_ms()));
+	/*
+	 * A call that waited asks the counter again for the standbys, as it
+	 * did not read the clock for them: a check 2 ms old by the clock but
+	 * young by the counter serves it, after a wait for the clock and after
+	 * one for the lease.
+	 */
+	set_up_burst(101, start_ms);
+	flake_max_lead_ms = 100;
+	pg_atomic_write_u64(&shared->confirm.checked, (uint64) (start_ms - 2));
+	done = take(&id);
+	tap_check(done && latch_sleeps >= 1 && rechecks == 0,
+			  "standbys, after a wait for the clock: a check young by the counter, old by the clock, serves",
+			  "error %s; %d sleeps, %d checks", error_fmt ? error_fmt : "none", latch_sleeps, rechecks);
+	set_up_burst(2, start_ms);
+	pg_atomic_write_u64(&shared->lease_end, (uint64) (start_ms + 1));
+	pg_atomic_write_u64(&shared->confirm.checked, (uint64) (start_ms - 2));
+	done = take(&id);
+	tap_check(done && lease_sleeps >= 1 && rechecks == 0,
+			  "standbys, after a wait for the lease: a check young by the counter, old by the clock, serves",
+			  "error %s; %d waits, %d checks", error_fmt ? error_fmt : "none", lease_sleeps, rechecks);
+
 	/* within it of the wall clock, not of the check's older clock: the precise clock decides */
 	set_up_burst(99, start_ms - 2);
 	flake_max_lead_ms = 100;

@@ -28,19 +28,19 @@
  * line, and only while the server has synchronous standbys.
  *
  * A call that read the precise clock times the check on it, in ms.  One
- * that did not (its IDs ran ahead of the clock, and it read the cheaper
- * coarse clock) reads the processor's time-stamp counter instead, cheaper
- * still, where the check was timed on it too: each check reads which
- * clock source the kernel's clocks run on, and stamps the counter only
- * where it is the counter ("tsc"), which the kernel uses only while it
- * runs at one rate and in step on every CPU.  The counter's rate is
- * measured as the generator is made, against the raw monotonic clock, and
- * a check counts for FLAKE_CYCLES_FRESH_PART of FLAKE_CONFIRM_FRESH_MS of
- * its cycles; a call that finds it old or not covering asks the clock.
- * Just after its stamp a check reads the wall clock too, and such a call
- * takes that for its clock: at most FLAKE_CONFIRM_FRESH_MS behind the
- * clock's millisecond at the call's read of the counter, and never ahead
- * of it (unless the clock was set back meanwhile).
+ * that did not (its IDs ran ahead of the clock) reads the processor's
+ * time-stamp counter instead, cheaper, where the check was timed on it
+ * too: each check reads which clock source the kernel's clocks run on,
+ * and stamps the counter only where it is the counter ("tsc"), which the
+ * kernel uses only while it runs at one rate and in step on every CPU.
+ * The counter's rate is measured as the generator is made, against the
+ * raw monotonic clock, and a check counts for FLAKE_CYCLES_FRESH_PART of
+ * FLAKE_CONFIRM_FRESH_MS of its cycles; a call that finds it old or not
+ * covering asks the clock.  Just after its stamp a check reads the wall
+ * clock too, and such a call takes that for its clock: at most
+ * FLAKE_CONFIRM_FRESH_MS behind the clock's millisecond at the call's
+ * read of the counter, and never ahead of it (unless the clock was set
+ * back meanwhile).
  *
  * Which standbys are named, and their order, come from each walsender's
  * own priority, which the walsender sets as it takes a reload in.  Their
